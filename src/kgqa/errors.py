@@ -1,0 +1,21 @@
+"""Errors a user can cause. The CLI prints these as one clear message, never as a traceback."""
+
+
+class KGQAError(Exception):
+    """Base class for every error caused by input: a bad file, a bad flag, an unknown name."""
+
+
+class ConfigError(KGQAError):
+    """A setting, flag or spec string is malformed or names something that does not exist."""
+
+
+class DataError(KGQAError):
+    """An input file is missing or malformed; the message names the file and, where known, the line."""
+
+
+class KGError(KGQAError):
+    """A knowledge-graph request was refused: unknown entity or relation, hostile identifier, endpoint failure."""
+
+
+class QueryTimeout(KGError):
+    """A knowledge-graph query ran past its time budget."""

@@ -1,0 +1,26 @@
+"""Text normalisation shared by label search, entity linking and answer matching (written once, used everywhere)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_PUNCT_RE = re.compile(r"[^\w\s]|_", re.UNICODE)
+_SPACE_RE = re.compile(r"\s+")
+_ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
+
+
+def fold(text: str) -> str:
+    """Unicode-fold: NFKD, accents dropped, casefolded. ``"Amélie"`` -> ``"amelie"``."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def normalize_label(text: str) -> str:
+    """Key for exact label lookup: folded, punctuation to spaces, whitespace collapsed."""
+    return _SPACE_RE.sub(" ", _PUNCT_RE.sub(" ", fold(text))).strip()
+
+
+def normalize_answer(text: str) -> str:
+    """Key for answer matching: :func:`normalize_label` with the English articles a/an/the removed."""
+    return _SPACE_RE.sub(" ", _ARTICLES_RE.sub(" ", normalize_label(text))).strip()
