@@ -250,6 +250,10 @@ class KnowledgeGraph(Protocol):
         """Entities whose name is ``label`` (normalised: case, accents, punctuation), or close to it with ``fuzzy``."""
         ...
 
+    def has_entity(self, entity: str) -> bool:
+        """Whether ``entity`` is a node of this KG."""
+        ...
+
     def has_relation(self, relation: str) -> bool:
         """Whether ``relation`` is in this KG's vocabulary (or, for an endpoint, valid in its schema's grammar)."""
         ...

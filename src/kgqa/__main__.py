@@ -1,0 +1,5 @@
+import sys
+
+from kgqa.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""The ``kgqa`` command. Each command group lives in its own module; user errors print one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kgqa import __version__
+from kgqa.errors import KGQAError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="kgqa")
+def cli() -> None:
+    """Question answering over knowledge graphs with LLM agents grounded in KG facts."""
+
+
+def _register() -> None:
+    from kgqa.cli.kg import kg_group
+
+    cli.add_command(kg_group)
+    # Command groups whose modules may not exist yet in a partial install are added when importable.
+    for module, attr in (("kgqa.cli.eval", "eval_group"), ("kgqa.cli.ask", "ask_command")):
+        try:
+            mod = __import__(module, fromlist=[attr])
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        cli.add_command(getattr(mod, attr))
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script: maps user errors to exit code 2 with a one-line message."""
+    try:
+        cli.main(args=argv, prog_name="kgqa", standalone_mode=False)
+    except KGQAError as exc:
+        click.echo(f"kgqa: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("kgqa: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("kgqa: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

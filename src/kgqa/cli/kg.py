@@ -1,0 +1,189 @@
+"""``kgqa kg``: import, inspect and query a knowledge graph (embedded directory, SPARQL endpoint URL, or ``demo``)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kgqa.errors import KGError
+from kgqa.kg import Direction, KnowledgeGraph, format_chain, open_kg, parse_chain
+from kgqa.kg.base import Chain, is_literal
+
+
+def _echo_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _open(spec: str, schema: str | None) -> KnowledgeGraph:
+    return open_kg(spec, schema=schema)
+
+
+def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
+    """An entity id as given, or the entity whose name is exactly ``text``; a clear error otherwise."""
+    if kg.has_entity(text):  # type: ignore[attr-defined]
+        return text
+    matches = kg.search(text, fuzzy=False, limit=5)
+    if matches:
+        return matches[0].id
+    close = kg.search(text, fuzzy=True, limit=3)
+    hint = f"; did you mean {', '.join(repr(m.name) for m in close)}?" if close else ""
+    raise KGError(f"entity {text!r} is neither an id nor an exact name in this KG{hint}")
+
+
+def check_chain(kg: KnowledgeGraph, chain: Chain) -> None:
+    """Every relation of ``chain`` must be in the KG's vocabulary: the error names the first that is not."""
+    for hop in chain:
+        if not kg.has_relation(hop.relation):
+            close = difflib.get_close_matches(hop.relation, kg.vocabulary(), n=3)
+            hint = f"; close: {', '.join(close)}" if close else ""
+            raise KGError(f"relation {hop.relation!r} is not in this KG's vocabulary{hint}")
+
+
+def _labelled(kg: KnowledgeGraph, ids: list[str]) -> list[dict[str, Any]]:
+    names = kg.names(ids)
+    return [{"id": i, "name": names.get(i), "literal": is_literal(i)} for i in ids]
+
+
+@click.group("kg")
+def kg_group() -> None:
+    """Import, inspect and query knowledge graphs. KG is an embedded directory, an http(s) SPARQL URL, or 'demo'."""
+
+
+schema_option = click.option("--schema", default=None, help="KG conventions: generic, freebase or wikidata.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+@kg_group.command("import")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", default=None,
+              help="metaqa, tsv, nt, ttl, nq, trig or freebase-pieces (guessed from the file name if omitted).")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Directory of the embedded KG.")
+@click.option("--names", type=click.Path(path_type=Path), default=None, help="Optional id<TAB>name file.")
+@schema_option
+@click.option("--skip-bad", is_flag=True, help="Count and skip malformed lines instead of stopping at the first.")
+@json_option
+def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, schema: str | None, skip_bad: bool,
+              as_json: bool) -> None:
+    """Import SOURCE into an embedded KG directory."""
+    from kgqa.kg.embedded import EmbeddedKGBuilder
+    from kgqa.kg.loaders import guess_format, load_into
+
+    if not source.exists():
+        raise KGError(f"source {source} does not exist")
+    fmt = fmt or guess_format(source)
+    default_schema = "freebase" if fmt == "freebase-pieces" else "generic"
+    builder = EmbeddedKGBuilder(schema=schema or default_schema)
+    started = time.perf_counter()
+    report = load_into(builder, source, fmt, names=names, skip_bad=skip_bad)
+    kg = builder.build(out_dir)
+    stats = kg.stats()
+    payload = {"out": str(out_dir), "format": fmt, "seconds": round(time.perf_counter() - started, 2),
+               "load": report.to_dict(), "triples": stats.triples, "entities": stats.entities,
+               "relations": stats.relations, "literals": stats.literals, "names": stats.names}
+    if as_json:
+        _echo_json(payload)
+    else:
+        click.echo(f"imported {stats.triples:,} triples ({stats.entities:,} entities, {stats.relations} relations, "
+                   f"{stats.literals:,} literals) into {out_dir} in {payload['seconds']} s")
+        if report.skipped:
+            click.echo(f"skipped {report.skipped:,} bad lines")
+
+
+@kg_group.command("info")
+@click.argument("kg_spec", metavar="KG")
+@schema_option
+@json_option
+def kg_info(kg_spec: str, schema: str | None, as_json: bool) -> None:
+    """Statistics and relation vocabulary of KG."""
+    kg = _open(kg_spec, schema)
+    stats = kg.stats()
+    vocab = kg.vocabulary()
+    payload = {"backend": stats.backend, "schema": stats.schema, "triples": stats.triples, "entities": stats.entities,
+               "relations": stats.relations, "literals": stats.literals, "names": stats.names,
+               "vocabulary": vocab, **{k: v for k, v in stats.extra.items() if isinstance(v, str | int | float)}}
+    if as_json:
+        _echo_json(payload)
+        return
+    for key in ("backend", "schema", "triples", "entities", "relations", "literals", "names"):
+        value = payload[key]
+        click.echo(f"{key:>10}: {value:,}" if isinstance(value, int) else f"{key:>10}: {value}")
+    shown = vocab[:30]
+    click.echo(f"vocabulary: {', '.join(shown)}" + (f", ... ({len(vocab) - 30} more)" if len(vocab) > 30 else ""))
+
+
+@kg_group.command("relations")
+@click.argument("kg_spec", metavar="KG")
+@click.argument("entity")
+@click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both")
+@schema_option
+@json_option
+def kg_relations(kg_spec: str, entity: str, direction: str, schema: str | None, as_json: bool) -> None:
+    """Relations incident to ENTITY (an id or an exact name), noise relations filtered."""
+    kg = _open(kg_spec, schema)
+    entity_id = resolve_entity(kg, entity)
+    directions = [Direction.OUT, Direction.IN] if direction == "both" else [Direction.parse(direction)]
+    result = {d.value: kg.relations(entity_id, d) for d in directions}
+    if as_json:
+        _echo_json({"entity": {"id": entity_id, "name": kg.names([entity_id]).get(entity_id)}, **result})
+        return
+    for d, rels in result.items():
+        marker = "" if d == "out" else "^"
+        click.echo(f"{d} ({len(rels)}):")
+        for rel in rels:
+            click.echo(f"  {marker}{rel}")
+
+
+@kg_group.command("chain")
+@click.argument("kg_spec", metavar="KG")
+@click.option("--from", "sources", multiple=True, required=True, help="Topic entity (id or exact name); repeatable.")
+@click.option("--path", "path", required=True, help='Relations separated by commas; "^" marks an incoming edge: "r1,^r2".')
+@click.option("--limit", default=1000, show_default=True, help="Most entities returned.")
+@click.option("--paths", "with_paths", is_flag=True, help="Also return the paths (bindings of every position).")
+@schema_option
+@json_option
+def kg_chain(kg_spec: str, sources: tuple[str, ...], path: str, limit: int, with_paths: bool, schema: str | None,
+             as_json: bool) -> None:
+    """Follow a relation chain from the topic entities; intermediate entities are variables."""
+    kg = _open(kg_spec, schema)
+    topics = [resolve_entity(kg, s) for s in sources]
+    chain = parse_chain(path)
+    check_chain(kg, chain)
+    result = kg.run_chain(topics, chain, bindings=with_paths, limit=limit)
+    payload: dict[str, Any] = {"from": topics, "path": format_chain(chain), "entities": _labelled(kg, result.entities),
+                               "truncated": result.truncated}
+    if with_paths:
+        payload["paths"] = [list(p) for p in result.paths or []]
+    if as_json:
+        _echo_json(payload)
+        return
+    click.echo(f"{len(result.entities)} entities" + (" (truncated)" if result.truncated else ""))
+    for item in payload["entities"]:
+        click.echo(f"  {item['name'] if item['name'] is not None else '(no name)'}  [{item['id']}]")
+    for p in payload.get("paths", []):
+        click.echo("  path: " + " -> ".join(p))
+
+
+@kg_group.command("search")
+@click.argument("kg_spec", metavar="KG")
+@click.argument("label")
+@click.option("--exact", is_flag=True, help="Exact (normalised) names only.")
+@click.option("--limit", default=10, show_default=True)
+@schema_option
+@json_option
+def kg_search(kg_spec: str, label: str, exact: bool, limit: int, schema: str | None, as_json: bool) -> None:
+    """Entities whose name is LABEL or close to it (fuzzy unless --exact)."""
+    kg = _open(kg_spec, schema)
+    matches = kg.search(label, fuzzy=not exact, limit=limit)
+    if as_json:
+        _echo_json({"query": label, "matches": [{"id": m.id, "name": m.name, "score": round(m.score, 4)}
+                                                for m in matches]})
+        return
+    if not matches:
+        click.echo("no match")
+    for m in matches:
+        click.echo(f"{m.score:5.2f}  {m.name}  [{m.id}]")

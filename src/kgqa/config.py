@@ -1,0 +1,85 @@
+"""Configuration has one home. Precedence, highest first: command-line flags, environment variables (``KGQA_*``), the config
+file, built-in defaults.
+
+The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else ``~/.config/kgqa/config.toml``::
+
+    data_dir = "/data/kgqa"        # KGQA_DATA_DIR: benchmark data (see docs/datasets.md)
+    cache_dir = "~/.cache/kgqa"    # KGQA_CACHE_DIR: LLM cache, demo KG, embeddings
+    kg = "demo"                    # KGQA_KG: default KG spec
+    llm = "local:smollm2"          # KGQA_LLM: default model spec
+
+Every key may also be given as an environment variable named ``KGQA_`` + the key in upper case.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kgqa.errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    "data_dir": None,
+    "cache_dir": "~/.cache/kgqa",
+    "kg": "demo",
+    "llm": "local:smollm2",
+}
+
+
+def config_file() -> Path | None:
+    """The config file in use, if any."""
+    explicit = os.environ.get("KGQA_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"KGQA_CONFIG names {path}, which is not a file")
+        return path
+    for candidate in (Path("kgqa.toml"), Path("~/.config/kgqa/config.toml").expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cache
+def _file_values() -> dict[str, Any]:
+    path = config_file()
+    if path is None:
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def get(key: str, flag_value: Any = None) -> Any:
+    """The value of ``key``: the flag if given, else ``KGQA_<KEY>``, else the config file, else the default."""
+    if flag_value is not None:
+        return flag_value
+    env = os.environ.get("KGQA_" + key.upper())
+    if env:
+        return env
+    values = _file_values()
+    if key in values:
+        return values[key]
+    return DEFAULTS.get(key)
+
+
+def cache_dir() -> Path:
+    path = Path(str(get("cache_dir"))).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def data_dir(flag_value: str | os.PathLike[str] | None = None) -> Path:
+    """The benchmark data directory; a clear error when it is not configured or missing."""
+    value = get("data_dir", str(flag_value) if flag_value is not None else None)
+    if not value:
+        raise ConfigError("no data directory: pass --data-dir, set KGQA_DATA_DIR, or set data_dir in the config file "
+                          "(docs/datasets.md says where to get each benchmark)")
+    path = Path(str(value)).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"data directory {path} does not exist")
+    return path

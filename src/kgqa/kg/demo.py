@@ -1,0 +1,43 @@
+"""The demo KG shipped with kgqa (src/kgqa/data/demo): built into the cache directory on first use, then reused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+
+from kgqa import config
+from kgqa.kg.embedded import META_FILE, EmbeddedKG, EmbeddedKGBuilder
+
+DEMO_PACKAGE = "kgqa.data.demo"
+
+
+def demo_files() -> dict[str, Path]:
+    root = Path(str(resources.files(DEMO_PACKAGE)))
+    return {"triples": root / "triples.tsv", "names": root / "names.tsv", "questions": root / "questions.jsonl"}
+
+
+def demo_questions() -> list[dict]:
+    """The demo questions as plain dicts (see src/kgqa/data/demo/README.md for the fields)."""
+    with demo_files()["questions"].open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def build_demo_kg(out_dir: Path) -> EmbeddedKG:
+    from kgqa.kg.loaders import load_into
+
+    files = demo_files()
+    builder = EmbeddedKGBuilder(schema="freebase")
+    load_into(builder, files["triples"], "tsv", names=files["names"])
+    return builder.build(out_dir)
+
+
+def open_demo_kg() -> EmbeddedKG:
+    """Open the demo KG, building it once per content version into ``<cache_dir>/demo-kg-<digest>``."""
+    files = demo_files()
+    digest = hashlib.sha256(files["triples"].read_bytes() + files["names"].read_bytes()).hexdigest()[:12]
+    target = config.cache_dir() / f"demo-kg-{digest}"
+    if (target / META_FILE).is_file():
+        return EmbeddedKG.open(target)
+    return build_demo_kg(target)
