@@ -1,0 +1,238 @@
+"""CCoR and CoR driven by a scripted model on a generated KG, through every path of the method.
+
+The scripted model is the only fake: it plays the LLM's part by reading the prompt kgqa rendered (which step, which
+chain, which candidates) and answering from a small policy table, so each test states exactly what "the LLM" decides.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kgqa.kg.base import make_literal
+from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
+from kgqa.llm.scripted import ScriptedModel
+from kgqa.methods import MethodContext, Question, TopicEntity, get_method
+
+YEAR = "http://www.w3.org/2001/XMLSchema#gYear"
+
+
+def build_movie_kg(path: Path) -> EmbeddedKG:
+    """Directors -> films -> performances (CVT) -> actors/characters; years as typed literals; countries."""
+    b = EmbeddedKGBuilder(schema="freebase")
+    films = {
+        "m.inception": ("Inception", "2010", [("m.dicaprio", "m.cobb"), ("m.page", "m.ariadne")]),
+        "m.interstellar": ("Interstellar", "2014", [("m.mcconaughey", "m.cooper")]),
+        "m.memento": ("Memento", "2000", [("m.pearce", "m.leonard")]),
+        "m.shutter": ("Shutter Island", "2010", [("m.dicaprio", "m.daniels")]),
+    }
+    directors = {"m.nolan": ["m.inception", "m.interstellar", "m.memento"], "m.scorsese": ["m.shutter"]}
+    names = {"m.nolan": "Christopher Nolan", "m.scorsese": "Martin Scorsese", "m.dicaprio": "Leonardo DiCaprio",
+             "m.page": "Elliot Page", "m.mcconaughey": "Matthew McConaughey", "m.pearce": "Guy Pearce",
+             "m.cobb": "Dom Cobb", "m.ariadne": "Ariadne", "m.cooper": "Cooper", "m.leonard": "Leonard Shelby",
+             "m.daniels": "Teddy Daniels", "m.uk": "United Kingdom", "m.us": "United States"}
+    cvt = 0
+    for director, made in directors.items():
+        for film in made:
+            b.add_triple(director, "film.director.film", film)
+            b.add_triple(film, "film.film.directed_by", director)
+    for film, (name, year, cast) in films.items():
+        names[film] = name
+        b.add_triple(film, "film.film.initial_release_date", make_literal(year, datatype=YEAR))
+        for actor, character in cast:
+            cvt += 1
+            node = f"m.cvt{cvt}"
+            b.add_triple(film, "film.film.starring", node)
+            b.add_triple(node, "film.performance.actor", actor)
+            b.add_triple(node, "film.performance.character", character)
+    b.add_triple("m.nolan", "people.person.nationality", "m.uk")
+    b.add_triple("m.scorsese", "people.person.nationality", "m.us")
+    b.add_triple("m.dicaprio", "people.person.nationality", "m.us")
+    b.add_triple("m.nolan", "award.award_winner.awards_won", "m.cvt_award")  # a distractor branch
+    b.add_triple("m.cvt_award", "award.award_honor.year", make_literal("2024", datatype=YEAR))
+    for entity, name in names.items():
+        b.add_name(entity, name)
+    return b.build(path)
+
+
+@pytest.fixture(scope="module")
+def movie_kg(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
+    return build_movie_kg(tmp_path_factory.mktemp("ccor") / "kg")
+
+
+class Policy:
+    """The scripted LLM's decisions, keyed by what the rendered prompt shows."""
+
+    def __init__(self, *, prefer: list[str], main: dict[str, tuple[str, bool | None]],
+                 constraint_init: tuple[str, int] | None = None,
+                 constraint: dict[str, tuple[bool, str | None]] | None = None,
+                 gef_keep: list[str] | None = None, direct: list[str] | None = None) -> None:
+        self.prefer = prefer          # relations in preference order (scores fall with position)
+        self.main = main              # chain text (relations joined by " -> ") -> (status, answer space reached)
+        self.constraint_init = constraint_init
+        self.constraint = constraint or {}
+        self.gef_keep = gef_keep or []
+        self.direct = direct or []
+        self.seen: list[str] = []
+
+    @staticmethod
+    def _chain_key(user: str, label: str) -> str:
+        line = next(ln for ln in user.splitlines() if ln.startswith(label))
+        return " -> ".join(part for part in line.split(" -> ")[1:]).strip()
+
+    def __call__(self, messages: list[dict[str, str]]) -> str:
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if "choosing relations" in system:
+            self.seen.append("prune")
+            listing = re.findall(r"^(\d+)\. (\S+)(?: \(incoming\))?$", user, flags=re.M)
+            scores = []
+            for number, relation in listing:
+                rank = self.prefer.index(relation) if relation in self.prefer else len(self.prefer) + 5
+                scores.append({"id": int(number), "score": round(max(0.0, 1.0 - 0.1 * rank), 2)})
+            return json.dumps({"scores": scores})
+        if "judge a relation chain" in system:
+            key = self._chain_key(user, "Current main chain:")
+            self.seen.append(f"main:{key}")
+            status, reached = self.main.get(key, ("inconsistent", None))
+            return json.dumps({"chain_status": status, "answer_space_reached": reached, "reason": "scripted"})
+        if "Restate that constraint" in system:
+            assert self.constraint_init is not None, "the policy did not expect a constraint"
+            query, source = self.constraint_init
+            self.seen.append(f"init:{source}")
+            return json.dumps({"constraint_query": query, "source_position": source})
+        if "judge a constraint chain" in system:
+            key = self._chain_key(user, "Constraint chain:")
+            self.seen.append(f"constraint:{key}")
+            correct, target_name = self.constraint.get(key, (False, None))
+            options = dict((name, int(n)) for n, name in re.findall(r"^(\d+)\. (.+)$", user, flags=re.M))
+            target = options.get(target_name) if target_name else None
+            return json.dumps({"chain_correct": correct, "target": target, "reason": "scripted"})
+        if "Keep only the candidates" in system:
+            self.seen.append("gef")
+            options = dict((name, int(n)) for n, name in re.findall(r"^(\d+)\. (.+)$", user, flags=re.M))
+            return json.dumps({"keep": [options[n] for n in self.gef_keep if n in options]})
+        if "from your own knowledge" in system:
+            self.seen.append("direct")
+            return json.dumps({"reasoning": "scripted", "answers": self.direct})
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+
+def ask(kg: EmbeddedKG, method: str, text: str, topics: list[tuple[str, str]], policy: Policy | Callable,
+        **config: object):
+    model = ScriptedModel(policy)
+    question = Question(id="q", text=text, topic_entities=[TopicEntity(id=i, name=n) for i, n in topics])
+    ctx = MethodContext(kg=kg, llm=model)
+    return get_method(method, **config).answer(question, ctx)
+
+
+def names(prediction) -> list[str]:
+    return [a.name for a in prediction.answers]
+
+
+NOLAN = [("m.nolan", "Christopher Nolan")]
+
+
+def test_forward_then_stop_gives_structured_answers(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(
+        prefer=["film.director.film", "film.film.starring", "film.performance.actor"],
+        main={"film.director.film": ("incomplete", False),
+              "film.director.film -> film.film.starring": ("incomplete", False),
+              "film.director.film -> film.film.starring -> film.performance.actor": ("complete", None)})
+    pred = ask(movie_kg, "ccor", "Which actors starred in films directed by Christopher Nolan?", NOLAN, policy)
+    assert sorted(names(pred)) == ["Elliot Page", "Guy Pearce", "Leonardo DiCaprio", "Matthew McConaughey"]
+    assert pred.grounding == "structured"
+    assert ["m.cvt1", "film.performance.actor", "m.dicaprio"] in pred.evidence
+    assert [e["action"] for e in pred.trace if e["step"] == "main.decision"] == ["forward", "forward", "stop"]
+    assert policy.seen.count("prune") == 3
+
+
+def test_backtrack_from_wrong_branch(movie_kg: EmbeddedKG) -> None:
+    # The pruner prefers the award branch; the judge rejects it and the engine pops the next branch without searching.
+    policy = Policy(
+        prefer=["award.award_winner.awards_won", "film.director.film"],
+        main={"award.award_winner.awards_won": ("inconsistent", None),
+              "film.director.film": ("complete", None)})
+    pred = ask(movie_kg, "ccor", "What films did Christopher Nolan direct?", NOLAN, policy)
+    assert sorted(names(pred)) == ["Inception", "Interstellar", "Memento"]
+    actions = [e["action"] for e in pred.trace if e["step"] == "main.decision"]
+    assert actions == ["backtrack", "stop"]
+    assert policy.seen.count("prune") == 1
+
+
+def test_constraint_on_candidates_with_literal_target(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(
+        prefer=["film.director.film", "film.film.initial_release_date"],
+        main={"film.director.film": ("incomplete", True)},
+        constraint_init=("Among these films, which was released in 2010?", 1),
+        constraint={"film.film.initial_release_date": (True, "2010")})
+    pred = ask(movie_kg, "ccor", "Which film directed by Christopher Nolan came out in 2010?", NOLAN, policy)
+    assert names(pred) == ["Inception"]
+    assert pred.grounding == "structured"
+    answer = next(e for e in pred.trace if e["step"] == "answer")
+    assert answer["constraint_chain"]["source"] == 1
+    assert answer["constraint_chain"]["target"] == make_literal("2010", datatype=YEAR)
+
+
+def test_constraint_whose_source_is_an_intermediate_entity(movie_kg: EmbeddedKG) -> None:
+    # Who played Dom Cobb in a Nolan film: the constraint applies to the performance CVT (position 2), not the actors.
+    policy = Policy(
+        prefer=["film.director.film", "film.film.starring", "film.performance.actor", "film.performance.character"],
+        main={"film.director.film": ("incomplete", False),
+              "film.director.film -> film.film.starring": ("incomplete", False),
+              "film.director.film -> film.film.starring -> film.performance.actor": ("incomplete", True)},
+        constraint_init=("Which performance is of the character Dom Cobb?", 2),
+        constraint={"film.performance.character": (True, "Dom Cobb")})
+    pred = ask(movie_kg, "ccor", "Who played Dom Cobb in a film directed by Christopher Nolan?", NOLAN, policy)
+    assert names(pred) == ["Leonardo DiCaprio"]
+    assert pred.grounding == "structured"
+    assert "init:2" in policy.seen
+
+
+def test_constraint_chain_failure_falls_back_to_global_entity_filtering(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(
+        prefer=["film.director.film", "film.film.initial_release_date"],
+        main={"film.director.film": ("incomplete", True)},
+        constraint_init=("Which of these films is the best?", 1),
+        constraint={},  # every constraint branch is judged wrong
+        gef_keep=["Interstellar"])
+    pred = ask(movie_kg, "ccor", "Which is the best film by Christopher Nolan?", NOLAN, policy)
+    assert names(pred) == ["Interstellar"]
+    assert pred.grounding == "synthesis"
+    fallback = next(e for e in pred.trace if e["step"] == "fallback")
+    assert fallback["layer"] == 1 and "constraint chain failed" in fallback["cause"]
+
+
+def test_main_chain_failure_falls_back_to_direct_generation(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(prefer=[], main={}, direct=["Oppenheimer"])  # every main branch is inconsistent
+    pred = ask(movie_kg, "ccor", "What is Christopher Nolan's latest film?", NOLAN, policy)
+    assert names(pred) == ["Oppenheimer"]
+    assert pred.grounding == "parametric"
+    fallback = next(e for e in pred.trace if e["step"] == "fallback")
+    assert fallback["layer"] == 2 and "main chain failed" in fallback["cause"]
+
+
+def test_unknown_topic_goes_to_direct_generation(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(prefer=[], main={}, direct=["Paris"])
+    pred = ask(movie_kg, "ccor", "Capital of France?", [("m.nowhere", "France")], policy)
+    assert names(pred) == ["Paris"] and pred.grounding == "parametric"
+
+
+def test_cor_sends_constraints_to_global_entity_filtering(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(prefer=["film.director.film"], main={"film.director.film": ("incomplete", True)},
+                    gef_keep=["Inception"])
+    pred = ask(movie_kg, "cor", "Which film directed by Christopher Nolan came out in 2010?", NOLAN, policy)
+    assert names(pred) == ["Inception"]
+    assert pred.grounding == "synthesis"
+    assert "gef" in policy.seen and not any(s.startswith("init") for s in policy.seen)
+
+
+def test_depth_limit_stops_forward(movie_kg: EmbeddedKG) -> None:
+    policy = Policy(prefer=["film.director.film", "film.film.starring"],
+                    main={"film.director.film": ("incomplete", False)}, direct=["x"])
+    pred = ask(movie_kg, "ccor", "Deep question?", NOLAN, policy, max_depth=1)
+    assert any(e["step"] == "main.depth_limit" for e in pred.trace)
+    assert pred.grounding == "parametric"
