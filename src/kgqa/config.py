@@ -56,15 +56,20 @@ def _file_values() -> dict[str, Any]:
 
 def get(key: str, flag_value: Any = None) -> Any:
     """The value of ``key``: the flag if given, else ``KGQA_<KEY>``, else the config file, else the default."""
+    return get_with_origin(key, flag_value)[0]
+
+
+def get_with_origin(key: str, flag_value: Any = None) -> tuple[Any, str]:
+    """The value of ``key`` and where it came from (for error messages that tell the user what to fix)."""
     if flag_value is not None:
-        return flag_value
+        return flag_value, f"--{key.replace('_', '-')}"
     env = os.environ.get("KGQA_" + key.upper())
     if env:
-        return env
+        return env, f"$KGQA_{key.upper()}"
     values = _file_values()
     if key in values:
-        return values[key]
-    return DEFAULTS.get(key)
+        return values[key], f"{key} in {config_file()}"
+    return DEFAULTS.get(key), "the default"
 
 
 def cache_dir() -> Path:
@@ -75,11 +80,13 @@ def cache_dir() -> Path:
 
 def data_dir(flag_value: str | os.PathLike[str] | None = None) -> Path:
     """The benchmark data directory; a clear error when it is not configured or missing."""
-    value = get("data_dir", str(flag_value) if flag_value is not None else None)
+    value, origin = get_with_origin("data_dir", str(flag_value) if flag_value is not None else None)
     if not value:
-        raise ConfigError("no data directory: pass --data-dir, set KGQA_DATA_DIR, or set data_dir in the config file "
-                          "(docs/datasets.md says where to get each benchmark)")
+        raise ConfigError(
+            "no data directory given: pass --data-dir DIR, set the environment variable KGQA_DATA_DIR=DIR, or set "
+            "data_dir in the config file. DIR holds the public benchmark files in their original layout (metaqa/, "
+            "questions/tog/, questions/aog/, ...); docs/datasets.md lists every file and its public source.")
     path = Path(str(value)).expanduser()
     if not path.is_dir():
-        raise ConfigError(f"data directory {path} does not exist")
+        raise ConfigError(f"data directory {str(path)!r} (from {origin}) does not exist or is not a directory")
     return path

@@ -12,6 +12,8 @@ _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 
 def fold(text: str) -> str:
     """Unicode-fold: NFKD, accents dropped, casefolded. ``"Amélie"`` -> ``"amelie"``."""
+    if text.isascii():  # the common case, and a quarter of scoring time
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
@@ -22,5 +24,7 @@ def normalize_label(text: str) -> str:
 
 
 def normalize_answer(text: str) -> str:
-    """Key for answer matching: :func:`normalize_label` with the English articles a/an/the removed."""
-    return _SPACE_RE.sub(" ", _ARTICLES_RE.sub(" ", normalize_label(text))).strip()
+    """Key for answer matching: :func:`normalize_label` with the English articles a/an/the removed (unless the text is
+    nothing but an article: "The" stays "the", it must not match an empty answer)."""
+    label = normalize_label(text)
+    return _SPACE_RE.sub(" ", _ARTICLES_RE.sub(" ", label)).strip() or label

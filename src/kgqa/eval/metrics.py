@@ -1,0 +1,499 @@
+"""Scoring: strict answer matching (the default), the legacy substring rule beside it, and faithfulness (KGR).
+
+Strict matching (``hit1``, ``hit``, ``precision``, ``recall``, ``f1``)
+    Text is normalised with :func:`kgqa.normalize.normalize_answer` (unicode folding, case, punctuation, the articles
+    a/an/the, whitespace). A predicted answer matches a gold answer **by id** when both carry an id of the same kind
+    (both Freebase MIDs, both Wikidata ids, or both other ids such as MetaQA labels), and otherwise by its normalised
+    name against the gold's normalised name or any alias. A literal id (``"1967"^^<...>``) is matched by its value.
+    Predictions are first de-duplicated (same id, or same normalised name for an answer without id; empty answers are
+    dropped); then predictions and gold answers are matched one-to-one (a maximum bipartite matching), so each gold
+    answer counts at most once and precision = matched / predictions never exceeds 1. ``hit1`` looks only at the
+    first-ranked prediction, ``hit`` at any. A question without gold answers scores 1 if the prediction is empty too
+    and 0 otherwise.
+
+Legacy matching (``legacy_*``)
+    The lenient rule of the ToG/PoG evaluation scripts: lower-case, spaces removed, and a prediction counts if it
+    equals a gold name/alias or either string contains the other ("2014" matches "2014 World Series"). Implemented as
+    intended, without those scripts' bugs: an empty prediction never matches (in the scripts "" is a substring of
+    everything), a malformed record cannot crash the scorer, and each prediction is compared on its own rather than a
+    whole response string. It is applied to our normalised text (so it also forgives accents and punctuation, which the
+    scripts' lower-casing does not) and includes every strict match, so legacy >= strict always holds. Report it
+    beside strict to compare with papers that used it; never instead of it.
+
+Faithfulness (CCoR paper, Sec. V)
+    Each prediction carries a grounding state with weight w = 1.0 (structured), 0.5 (synthesis), 0 (parametric).
+    ``KGR = (1/N) * sum_i w(a_i)`` over the evaluated questions (Eq. 11) and ``Faithful-F1 = KGR x F1`` (Eq. 12), where
+    F1 is the dataset-level mean F1: both are **aggregate** quantities, computed by :func:`summarize` (the paper's
+    Table IV checks out this way, e.g. ToG 57.5 F1 x 56.5 KGR = 32.5). Per question we keep only the weight.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
+from typing import Any
+
+from kgqa.errors import DataError, KGError
+from kgqa.kg.base import literal_value
+from kgqa.methods.base import GROUNDING_WEIGHTS, AnswerItem, GoldAnswer, Grounding, Prediction, Question
+from kgqa.normalize import normalize_answer, normalize_label
+
+__all__ = [
+    "DEFAULT_BREAKDOWN_KEYS",
+    "MatchResult",
+    "QuestionScore",
+    "canonical_id",
+    "clear_caches",
+    "match_answers",
+    "score_prediction",
+    "summarize",
+]
+
+#: Metadata keys a summary is broken down by (when the questions carry them).
+DEFAULT_BREAKDOWN_KEYS: tuple[str, ...] = ("hops", "qtype", "compositionality", "constrained", "level")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Keys
+
+
+_MID_RE = re.compile(r"^[mg]\.[0-9a-z_]+$")
+_WIKIDATA_RE = re.compile(r"^[QPL][1-9][0-9]*$")
+_ID_PREFIXES = ("http://rdf.freebase.com/ns/", "https://rdf.freebase.com/ns/", "ns:", "fb:",
+                "http://www.wikidata.org/entity/", "https://www.wikidata.org/entity/", "wd:")
+
+
+@lru_cache(maxsize=1 << 16)
+def _norm(text: str) -> str:
+    # An answer that is only an article ("A", a grade; "The", a band) would normalise to nothing: keep its label.
+    return normalize_answer(text) or normalize_label(text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _legacy_key(text: str) -> str:
+    return _norm(text).replace(" ", "")
+
+
+def clear_caches() -> None:
+    """Empty the normalisation caches (benchmarks measure cold scoring with it)."""
+    _norm.cache_clear()
+    _legacy_key.cache_clear()
+    canonical_id.cache_clear()
+    _id_key.cache_clear()
+
+
+def _literal_value(node: str) -> str:
+    try:
+        return literal_value(node)
+    except KGError:  # e.g. a prefixed datatype ("1999"^^xsd:gYear): take what is between the quotes
+        end = node.rfind('"')
+        return node[1:end] if end > 0 else node.strip('"')
+
+
+@lru_cache(maxsize=1 << 16)
+def canonical_id(value: str | None) -> str | None:
+    """The comparable form of an answer id: prefixes (``ns:``, ``wd:``, IRIs, ``<>``) removed; ``None`` for no id or a
+    literal (literals are compared by value, as names)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text or text.startswith('"'):
+        return None
+    if text.startswith("<") and text.endswith(">"):
+        text = text[1:-1]
+    for prefix in _ID_PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return text or None
+
+
+def _id_kind(cid: str) -> str:
+    if _MID_RE.match(cid):
+        return "freebase"
+    if _WIKIDATA_RE.match(cid):
+        return "wikidata"
+    return "other"
+
+
+@lru_cache(maxsize=1 << 16)
+def _id_key(value: str | None) -> tuple[str | None, str | None]:
+    cid = canonical_id(value)
+    return cid, (_id_kind(cid) if cid else None)
+
+
+@dataclass(slots=True)
+class _Pred:
+    cid: str | None
+    kind: str | None
+    name: str  # normalised
+    legacy: str  # normalised, spaces removed
+
+    @property
+    def empty(self) -> bool:
+        return self.cid is None and not self.name
+
+
+def _pred_key(item: AnswerItem) -> _Pred:
+    raw_id = item.id
+    name = item.name or ""
+    if not name.strip() and raw_id and raw_id.strip().startswith('"'):
+        name = _literal_value(raw_id.strip()) or ""  # a nameless literal answer: its value is its name
+    cid, kind = _id_key(raw_id)
+    return _Pred(cid, kind, _norm(name), _legacy_key(name))
+
+
+def _dedupe_preds(items: Sequence[AnswerItem]) -> list[_Pred]:
+    preds: list[_Pred] = []
+    seen_ids: set[str] = set()
+    seen_names: set[str] = set()
+    for item in items:
+        pred = _pred_key(item)
+        if pred.cid is not None:
+            if pred.cid in seen_ids:
+                continue
+            seen_ids.add(pred.cid)
+        elif not pred.name or pred.name in seen_names:
+            continue  # empty, or a repeat of an earlier answer's name
+        if pred.name:
+            seen_names.add(pred.name)
+        preds.append(pred)
+    return preds
+
+
+class _GoldTable:
+    """The de-duplicated gold answers of one question, indexed by id and by normalised name/alias, so matching a
+    prediction is a few dictionary lookups rather than a comparison with every gold answer."""
+
+    __slots__ = ("by_id", "by_name", "kinds", "legacy", "n")
+
+    def __init__(self, golds: Sequence[GoldAnswer]) -> None:
+        by_id: dict[str, int] = {}  # ids are unique after de-duplication
+        by_name: dict[str, list[int]] = {}
+        kinds: list[str | None] = []
+        legacy: list[tuple[str, int]] = []
+        seen_names: set[str] = set()
+        for gold in golds:
+            cid, kind = _id_key(gold.id) if gold.id is not None else (None, None)
+            primary = _norm(gold.name) if gold.name else ""
+            names: Collection[str]
+            if gold.aliases:
+                names = {primary, *(_norm(a) for a in gold.aliases if a)}
+                names.discard("")
+            else:
+                names = (primary,) if primary else ()
+            # Duplicates: the same id, or (without id) the same normalised primary name.
+            if cid is not None:
+                if cid in by_id:
+                    continue
+                by_id[cid] = len(kinds)
+            else:
+                if not names:
+                    continue  # nothing to match against
+                marker = primary or min(names)
+                if marker in seen_names:
+                    continue
+                seen_names.add(marker)
+            index = len(kinds)
+            kinds.append(kind)
+            for name in names:
+                by_name.setdefault(name, []).append(index)
+                legacy.append((name.replace(" ", ""), index))  # the legacy key of a text is its name sans spaces
+        self.by_id, self.by_name, self.kinds, self.legacy, self.n = by_id, by_name, kinds, legacy, len(kinds)
+
+    def strict(self, pred: _Pred) -> set[int]:
+        """Gold answers ``pred`` matches: by id when both have comparable ids, otherwise by normalised name/alias."""
+        found: set[int] = set()
+        if pred.cid is not None:
+            index = self.by_id.get(pred.cid)
+            if index is not None:
+                found.add(index)
+        if pred.name:
+            for g in self.by_name.get(pred.name, ()):
+                if pred.kind is not None and self.kinds[g] == pred.kind:
+                    continue  # both sides have ids of the same kind: the id has decided
+                found.add(g)
+        return found
+
+    def lenient(self, pred: _Pred, strict: set[int]) -> set[int]:
+        """Strict matches plus the legacy bidirectional-substring matches (never for an empty prediction)."""
+        key = pred.legacy
+        if not key:
+            return strict
+        extra = [g for gold_key, g in self.legacy if key in gold_key or gold_key in key]
+        return strict.union(extra) if extra else strict
+
+
+def _max_matching(edges: list[list[int]], n_gold: int) -> int:
+    """Size of a maximum bipartite matching (Kuhn's augmenting paths, iterative so large answer sets cannot overflow
+    the stack; answer sets are small, so this is cheap)."""
+    owner = [-1] * n_gold  # gold -> prediction
+    size = 0
+    for root, candidates in enumerate(edges):
+        if not candidates:
+            continue
+        for g in candidates:  # fast path: a free gold answer needs no search (the common case)
+            if owner[g] == -1:
+                owner[g] = root
+                size += 1
+                break
+        else:
+            size += _augment(edges, owner, root, n_gold)
+    return size
+
+
+def _augment(edges: list[list[int]], owner: list[int], root: int, n_gold: int) -> int:
+    """Look for an augmenting path from prediction ``root``; apply it and return 1 if there is one, else 0."""
+    visited = [False] * n_gold
+    parent: dict[int, tuple[int, int]] = {}  # gold -> (prediction that reached it, gold that prediction held)
+    stack = [(root, -1)]
+    found = -1
+    while stack and found < 0:
+        pred, via = stack.pop()
+        for g in edges[pred]:
+            if visited[g]:
+                continue
+            visited[g] = True
+            parent[g] = (pred, via)
+            if owner[g] == -1:
+                found = g
+                break
+            stack.append((owner[g], g))
+    if found < 0:
+        return 0
+    # Flip the path: each prediction on it takes the gold that led to it.
+    g = found
+    while g != -1:
+        pred, via = parent[g]
+        owner[g] = pred
+        g = via
+    return 1
+
+
+@dataclass(slots=True)
+class MatchResult:
+    """Scores of one prediction list against one gold list under one rule."""
+
+    hit1: float
+    hit: float
+    precision: float
+    recall: float
+    f1: float
+    n_pred: int  # after de-duplication
+    n_gold: int
+    n_matched: int
+
+
+def _result(edges: list[list[int]], first_counts: bool, n_gold: int) -> MatchResult:
+    n_pred = len(edges)
+    matched = _max_matching(edges, n_gold)
+    precision = matched / n_pred
+    recall = matched / n_gold
+    f1 = 2 * precision * recall / (precision + recall) if matched else 0.0
+    hit1 = 1.0 if first_counts and edges[0] else 0.0
+    hit = 1.0 if matched else 0.0
+    return MatchResult(hit1, hit, precision, recall, f1, n_pred, n_gold, matched)
+
+
+def _match(items: Sequence[AnswerItem], golds: Sequence[GoldAnswer]) -> tuple[MatchResult, MatchResult]:
+    """Strict and legacy results of ranked ``items`` against ``golds`` (one pass builds both edge sets)."""
+    preds = _dedupe_preds(items)
+    table = _GoldTable(golds)
+    n_pred, n_gold = len(preds), table.n
+    if n_gold == 0:
+        ok = 1.0 if n_pred == 0 else 0.0  # nothing to find: only an empty prediction is right
+        result = MatchResult(ok, ok, ok, ok, ok, n_pred, 0, 0)
+        return result, result
+    if n_pred == 0:
+        result = MatchResult(0.0, 0.0, 0.0, 0.0, 0.0, 0, n_gold, 0)
+        return result, result
+    strict_edges: list[list[int]] = []
+    lenient_edges: list[list[int]] = []
+    for pred in preds:
+        found = table.strict(pred)
+        strict_edges.append(list(found))
+        lenient_edges.append(list(table.lenient(pred, found)))
+    # De-duplication never drops the first answer unless it is empty, so preds[0] is the first-ranked answer.
+    first_counts = not _pred_key(items[0]).empty
+    return _result(strict_edges, first_counts, n_gold), _result(lenient_edges, first_counts, n_gold)
+
+
+def match_answers(golds: Sequence[GoldAnswer], answers: Sequence[AnswerItem | str],
+                  *, legacy: bool = False) -> MatchResult:
+    """Score ranked ``answers`` against ``golds`` with the strict rule (or the legacy rule with ``legacy=True``)."""
+    items = [AnswerItem(id=None, name=a) if isinstance(a, str) else a for a in answers]
+    strict, lenient = _match(items, golds)
+    return lenient if legacy else strict
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Per question
+
+
+def _number(value: Any, kind: type = float) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        return kind(0)
+    if isinstance(number, float) and not math.isfinite(number):
+        return 0.0
+    return number
+
+
+@dataclass(slots=True)
+class QuestionScore:
+    """The scores of one question, plus what the summary needs (grounding, usage, breakdown values).
+
+    ``to_dict`` / ``from_dict`` round-trip through JSON, so a runner can write one line per question and rebuild the
+    summary from its results file.
+    """
+
+    id: str
+    hit1: float
+    hit: float
+    precision: float
+    recall: float
+    f1: float
+    legacy_hit1: float
+    legacy_hit: float
+    legacy_precision: float
+    legacy_recall: float
+    legacy_f1: float
+    grounding: str
+    kgr: float  # this question's grounding weight w(a_i)
+    n_pred: int
+    n_gold: int
+    n_matched: int
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    groups: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QuestionScore:
+        """Rebuild from :meth:`to_dict` output (extra keys, e.g. a runner's ``answers``, are ignored)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["groups"] = dict(values.get("groups") or {})
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise DataError(f"score row {data.get('id')!r} is not a question score: {exc}") from exc
+
+
+def _usage(usage: Mapping[str, Any]) -> tuple[int, int, int, float]:
+    calls = usage.get("calls", usage.get("llm_calls", 0))
+    return (_number(calls, int), _number(usage.get("prompt_tokens", 0), int),
+            _number(usage.get("completion_tokens", 0), int), _number(usage.get("latency_s", 0.0)))
+
+
+def score_prediction(question: Question, prediction: Prediction, *,
+                     breakdown_keys: Sequence[str] = DEFAULT_BREAKDOWN_KEYS,
+                     latency_s: float | None = None) -> QuestionScore:
+    """Score one prediction: strict and legacy matching, grounding weight, usage, and its breakdown values.
+
+    ``latency_s`` overrides the prediction's ``usage["latency_s"]`` (a runner passes the wall time of the question).
+    """
+    strict, lenient = _match(prediction.answers, question.answers)
+    grounding = Grounding(prediction.grounding)
+    calls, prompt_tokens, completion_tokens, usage_latency = _usage(prediction.usage)
+    groups = {k: question.metadata[k] for k in breakdown_keys if question.metadata.get(k) is not None}
+    return QuestionScore(
+        id=question.id,
+        hit1=strict.hit1, hit=strict.hit, precision=strict.precision, recall=strict.recall, f1=strict.f1,
+        legacy_hit1=lenient.hit1, legacy_hit=lenient.hit, legacy_precision=lenient.precision,
+        legacy_recall=lenient.recall, legacy_f1=lenient.f1,
+        grounding=grounding.value, kgr=GROUNDING_WEIGHTS[grounding],
+        n_pred=strict.n_pred, n_gold=strict.n_gold, n_matched=strict.n_matched,
+        llm_calls=calls, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+        latency_s=float(latency_s) if latency_s is not None else usage_latency,
+        error=prediction.error, groups=groups,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Aggregation
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _aggregate(scores: Sequence[QuestionScore]) -> dict[str, Any]:
+    n = len(scores)
+    f1 = _mean([s.f1 for s in scores])
+    kgr = _mean([s.kgr for s in scores])
+    grounding = {g.value: 0 for g in Grounding}
+    for s in scores:
+        grounding[s.grounding] = grounding.get(s.grounding, 0) + 1
+    return {
+        "n": n,
+        "errors": sum(1 for s in scores if s.error),
+        "hits@1": _mean([s.hit1 for s in scores]),
+        "hit": _mean([s.hit for s in scores]),
+        "precision": _mean([s.precision for s in scores]),
+        "recall": _mean([s.recall for s in scores]),
+        "f1": f1,
+        "kgr": kgr,
+        "faithful_f1": kgr * f1,  # Eq. 12: product of the aggregate KGR and F1
+        "legacy_hits@1": _mean([s.legacy_hit1 for s in scores]),
+        "legacy_hit": _mean([s.legacy_hit for s in scores]),
+        "legacy_precision": _mean([s.legacy_precision for s in scores]),
+        "legacy_recall": _mean([s.legacy_recall for s in scores]),
+        "legacy_f1": _mean([s.legacy_f1 for s in scores]),
+        "grounding": grounding,
+        "llm_calls_mean": _mean([s.llm_calls for s in scores]),
+        "prompt_tokens_mean": _mean([s.prompt_tokens for s in scores]),
+        "completion_tokens_mean": _mean([s.completion_tokens for s in scores]),
+        "tokens_mean": _mean([s.tokens for s in scores]),
+        "latency_s_mean": _mean([s.latency_s for s in scores]),
+        "llm_calls_total": sum(s.llm_calls for s in scores),
+        "tokens_total": sum(s.tokens for s in scores),
+    }
+
+
+def _group_order(value: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def summarize(scores: Iterable[QuestionScore | Mapping[str, Any]], *,
+              breakdown_keys: Sequence[str] | None = None) -> dict[str, Any]:
+    """Aggregate per-question scores into one summary (all rates are fractions in [0, 1]).
+
+    Keys: ``n``, ``errors``, ``hits@1``, ``hit``, ``precision``, ``recall``, ``f1``, ``kgr``, ``faithful_f1``,
+    ``legacy_hits@1``, ``legacy_hit``, ``legacy_precision``, ``legacy_recall``, ``legacy_f1``, ``grounding`` (counts
+    per state), ``llm_calls_mean``, ``prompt_tokens_mean``, ``completion_tokens_mean``, ``tokens_mean``,
+    ``latency_s_mean``, ``llm_calls_total``, ``tokens_total`` and ``breakdowns``: for each breakdown key that some
+    question carries, the same metrics (without nested breakdowns) per value, e.g. ``breakdowns["hops"]["2"]``.
+    Rows may be :class:`QuestionScore` objects or their ``to_dict()`` form.
+    """
+    rows = [s if isinstance(s, QuestionScore) else QuestionScore.from_dict(s) for s in scores]
+    summary = _aggregate(rows)
+    keys = list(breakdown_keys) if breakdown_keys is not None else list(
+        dict.fromkeys([*DEFAULT_BREAKDOWN_KEYS, *(k for s in rows for k in s.groups)]))
+    breakdowns: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        groups: dict[str, list[QuestionScore]] = {}
+        for s in rows:
+            value = s.groups.get(key)
+            if value is not None:
+                groups.setdefault(str(value), []).append(s)
+        if groups:
+            breakdowns[key] = {value: _aggregate(groups[value]) for value in sorted(groups, key=_group_order)}
+    summary["breakdowns"] = breakdowns
+    return summary
