@@ -101,7 +101,7 @@ class FreebaseSchema(Schema):
     noise_substrings: tuple[str, ...] = ("sameAs", "sameas")
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[mg]\.[0-9a-z_]+$"))
     relation_pattern: re.Pattern[str] = field(
-        default_factory=lambda: re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$"))
+        default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+$"))
 
     def entity_iri(self, entity: str) -> str:
         if self.is_valid_entity(entity):
