@@ -305,10 +305,10 @@ class EmbeddedKG:
             grown: list[tuple[int, ...]] = []
             for row in rows:
                 for d in succ.get(row[-1], ()):
-                    grown.append((*row, d))
-                    if len(grown) >= max_paths:
+                    if len(grown) >= max_paths:  # a path beyond the cap exists: only then is the result cut
                         truncated = True
                         break
+                    grown.append((*row, d))
                 if truncated:
                     break
             rows = grown

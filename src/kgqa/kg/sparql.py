@@ -1,0 +1,773 @@
+"""The SPARQL backend: the KnowledgeGraph protocol over any SPARQL 1.1 endpoint (Virtuoso, Oxigraph, QLever, ...).
+
+How chains compile. A chain becomes ONE query in which every hop is its own ``SELECT DISTINCT`` subquery over the previous
+hop's distinct frontier::
+
+    SELECT ?e2 WHERE { { SELECT DISTINCT ?e2 WHERE {
+        { SELECT DISTINCT ?e1 WHERE { VALUES ?e0 { <topic> } ?e0 <r1> ?e1 . } LIMIT 100000 }
+        ?e1 <r2> ?e2 . } } } LIMIT 1001
+
+Written as a flat basic graph pattern the engine would enumerate every *path* before DISTINCT (two hops through a hub are
+|paths| = sum of degree products); per-hop DISTINCT keeps the work at the size of each frontier. The outer
+``SELECT ?x WHERE {{ SELECT DISTINCT ... }} LIMIT n`` shape is what Virtuoso needs to apply LIMIT after DISTINCT and is
+valid everywhere. Fetching ``limit + 1`` rows tells a full result from a cut one.
+
+Security: SPARQL text is only ever built from identifiers that passed the schema's grammar or an IRI check (and the
+fetched vocabulary, when there is one), literals are escaped, and every compiled text passes a read-only guard before it
+leaves the process.
+
+Known limits: an intermediate frontier is capped with a subquery LIMIT (``max_frontier``), which a single query cannot
+observe, so ``truncated`` reports the final caps (limit, paths) and Virtuoso's own partial-result signals only. An
+endpoint's own blank nodes cannot be addressed across queries: a ``_:`` id it returns matches nothing when sent back
+(the ``_:bN`` ids of an exported embedded store are IRIs there, and work).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+import httpx
+
+from kgqa.errors import ConfigError, KGError, QueryTimeout
+from kgqa.kg.base import (
+    DEFAULT_CHAIN_LIMIT,
+    DEFAULT_MAX_FRONTIER,
+    DEFAULT_MAX_PATHS,
+    Chain,
+    ChainResult,
+    ConstraintChain,
+    Direction,
+    EntityMatch,
+    Hop,
+    KGStats,
+    is_literal,
+    literal_value,
+    make_literal,
+    parse_literal,
+)
+from kgqa.kg.schema import Schema, check_iri, get_schema
+from kgqa.normalize import fold, normalize_label
+
+__all__ = ["SparqlKG", "ensure_read_only", "sparql_string"]
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_XSD_STRING = XSD + "string"
+_RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+_NAME_BATCH = 100
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Read-only guard
+
+_MUTATING = re.compile(r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD)\b", re.IGNORECASE)
+_STRIP_FOR_GUARD = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'          # long strings
+    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n\r]|\\.)*"'                  # short strings
+    r"|'(?:[^'\\\n\r]|\\.)*'"
+    r'|<[^<>"{}|^`\\\x00-\x20]*>'              # IRIs
+    r"|#[^\n\r]*"                              # comments (after IRIs and strings, which may contain '#')
+    r"|[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+",  # variables
+    re.DOTALL,
+)
+_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[A-Za-z0-9_.\-]*:|BASE)\s*)*", re.IGNORECASE)
+_QUERY_FORM = re.compile(r"(SELECT|ASK)\b", re.IGNORECASE)
+# Vendor functions in query text are limited to the one the search uses (Virtuoso exposes SQL procedures as bif:).
+_VENDOR_CALL = re.compile(r"\b(?:bif|sql):(?!contains\b)", re.IGNORECASE)
+
+
+def ensure_read_only(query: str) -> None:
+    """Refuse any query text that is not a plain SELECT/ASK, before it is sent (keywords inside IRIs, literals,
+    variables and comments do not count)."""
+    stripped = _STRIP_FOR_GUARD.sub(" ", query)
+    bad = _MUTATING.search(stripped)
+    if bad:
+        raise KGError(f"refusing to send a query containing {bad.group(1).upper()!r}: this backend is read-only")
+    body = stripped[_PROLOGUE.match(stripped).end():]  # type: ignore[union-attr]
+    if not _QUERY_FORM.match(body):
+        raise KGError(f"refusing to send a query that is not a SELECT or ASK: {query[:80]!r}")
+    if _VENDOR_CALL.search(stripped):
+        raise KGError("refusing to send a query that calls a vendor procedure (bif:/sql:)")
+
+
+_SPARQL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _escape_char(ch: str) -> str:
+    escaped = _SPARQL_ESCAPES.get(ch)
+    if escaped is not None:
+        return escaped
+    # Other control characters as \u escapes: some servers (Virtuoso) reject them raw. Never used for quotes,
+    # backslashes or line breaks, because SPARQL may decode \u escapes before it parses strings.
+    if ch < " " or ch == "\x7f":
+        return f"\\u{ord(ch):04X}"
+    return ch
+
+
+def sparql_string(value: str) -> str:
+    """A SPARQL string literal for ``value`` with every character that could end or bend it escaped."""
+    return '"' + "".join(_escape_char(ch) for ch in value) + '"'
+
+
+_BNODE_RE = re.compile(r"^_:[A-Za-z0-9_\-.]+$")
+_LANG_RE = re.compile(r"^[A-Za-z]+(?:-[A-Za-z0-9]+)*$")
+
+
+def _literal_term(node: str) -> str:
+    parts = parse_literal(node)
+    body = sparql_string(parts.value)
+    if parts.lang:
+        if not _LANG_RE.match(parts.lang):
+            raise KGError(f"literal {node!r} has a malformed language tag")
+        return f"{body}@{parts.lang}"
+    if parts.datatype and parts.datatype != _XSD_STRING:
+        return f"{body}^^<{check_iri(parts.datatype)}>"
+    return body
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Response:
+    rows: list[dict[str, dict[str, str]]]
+    boolean: bool | None
+    partial: bool
+
+
+class SparqlKG:
+    """A KnowledgeGraph backed by a SPARQL 1.1 endpoint over HTTP.
+
+    ``timeout`` is per HTTP attempt (seconds); ``retries`` extra attempts are made on 5xx, timeouts and connection
+    errors with exponential backoff plus jitter. ``default_graph`` is sent as ``default-graph-uri`` (Virtuoso's default
+    graph is the union of all graphs, its system graphs included). ``virtuoso=None`` detects Virtuoso from the
+    ``Server`` header once; ``fulltext`` picks how fuzzy search finds candidates (``auto``: ``bif:contains`` on
+    Virtuoso, a bounded CONTAINS scan elsewhere).
+
+    A well-formed relation that the KG does not have simply matches nothing until the vocabulary is known
+    (``vocabulary()``); from then on it is refused with KGError, as the embedded store does. ``strict_vocabulary``
+    fetches the vocabulary on first use (one ``SELECT DISTINCT ?p``: cheap on small KGs, a long query on Freebase).
+    """
+
+    def __init__(self, endpoint_url: str, schema: str | Schema | None = "freebase", *, timeout: float = 30.0,
+                 retries: int = 2, backoff: float = 0.5, max_backoff: float = 8.0, default_graph: str | None = None,
+                 virtuoso: bool | None = None, fulltext: Literal["auto", "bif", "contains"] = "auto",
+                 max_frontier: int = DEFAULT_MAX_FRONTIER, stats_timeout: float = 10.0,
+                 vocabulary_timeout: float | None = None, search_scan_limit: int = 500,
+                 max_relations: int = 100_000, strict_vocabulary: bool = False,
+                 headers: dict[str, str] | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        parsed = urlparse(endpoint_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(f"SPARQL endpoint {endpoint_url!r} is not an http(s) URL")
+        if timeout <= 0 or retries < 0 or max_frontier < 1:
+            raise ConfigError(f"bad SPARQL options: timeout={timeout} (> 0), retries={retries} (>= 0), "
+                              f"max_frontier={max_frontier} (>= 1)")
+        if fulltext not in ("auto", "bif", "contains"):
+            raise ConfigError(f"fulltext={fulltext!r} is not one of 'auto', 'bif', 'contains'")
+        self.endpoint = endpoint_url
+        self._schema = get_schema(schema)
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        try:
+            self.default_graph = check_iri(default_graph) if default_graph else None
+        except KGError as exc:
+            raise ConfigError(f"default_graph: {exc}") from None
+        self.max_frontier = int(max_frontier)
+        self.stats_timeout = float(stats_timeout)
+        self.vocabulary_timeout = float(vocabulary_timeout or max(self.timeout, 120.0))
+        self.search_scan_limit = int(search_scan_limit)
+        self.max_relations = int(max_relations)
+        self.fulltext = fulltext
+        self.strict_vocabulary = bool(strict_vocabulary)
+        self._virtuoso = virtuoso
+        self._server_header: str | None = None
+        self._name_iris = [check_iri(p) for p in self._schema.name_predicates]
+        self._name_values = " ".join(f"<{p}>" for p in self._name_iris)
+        self._lock = threading.Lock()
+        self._vocab: list[str] | None = None
+        self._vocab_iris: frozenset[str] | None = None
+        self._relation_seen: dict[str, bool] = {}
+        self._client = httpx.Client(headers={"Accept": "application/sparql-results+json", **(headers or {})},
+                                    transport=transport, follow_redirects=True)
+        #: The last 50 query texts sent, most recent last (for traces and debugging).
+        self.history: list[str] = []
+        #: How many queries were sent (retries not counted).
+        self.queries_sent = 0
+
+    # -- plumbing --------------------------------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> Schema:
+        return self._schema
+
+    def __repr__(self) -> str:
+        return f"SparqlKG({self.endpoint!r}, schema={self._schema.name!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> SparqlKG:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, query: str, *, timeout: float | None = None, retries: int | None = None) -> _Response:
+        """Send one query (guarded), retrying transient failures; parse the JSON results."""
+        ensure_read_only(query)
+        self.history.append(query)
+        del self.history[:-50]
+        self.queries_sent += 1
+        timeout = self.timeout if timeout is None else timeout
+        attempts = 1 + (self.retries if retries is None else retries)
+        data = {"query": query}
+        if self.default_graph:
+            data["default-graph-uri"] = self.default_graph
+        last = ""
+        timed_out = False
+        for attempt in range(attempts):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
+            try:
+                response = self._client.post(self.endpoint, data=data,
+                                             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+            except httpx.TimeoutException:
+                timed_out, last = True, f"no answer within {timeout:g}s"
+                continue
+            except httpx.TransportError as exc:
+                timed_out, last = False, f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            if self._server_header is None:
+                self._server_header = response.headers.get("server", "")
+            if response.status_code >= 500:
+                last = f"HTTP {response.status_code}: {_snippet(response.text)}"
+                if _SERVER_TIMEOUT.search(response.text[:500]):
+                    raise QueryTimeout(f"SPARQL endpoint {self.endpoint} stopped the query at its own time limit: "
+                                       f"{_snippet(response.text)}")
+                if _QUERY_ERROR.search(response.text[:500]):
+                    # Virtuoso answers 500 to a malformed query; sending it again cannot help.
+                    raise KGError(f"SPARQL endpoint {self.endpoint} rejected the query: {last}")
+                timed_out = response.status_code == 504  # a gateway gave up waiting: a timeout, retried
+                continue
+            if response.status_code >= 400:
+                raise KGError(f"SPARQL endpoint {self.endpoint} refused the query (HTTP {response.status_code}): "
+                              f"{_snippet(response.text)}")
+            return self._parse(response)
+        if timed_out:
+            raise QueryTimeout(f"SPARQL endpoint {self.endpoint}: {last} after {attempts} attempt(s); "
+                               "raise the timeout or simplify the query")
+        raise KGError(f"SPARQL endpoint {self.endpoint} failed after {attempts} attempt(s): {last}")
+
+    def _parse(self, response: httpx.Response) -> _Response:
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise KGError(f"SPARQL endpoint {self.endpoint} did not answer with SPARQL JSON results "
+                          f"(content-type {response.headers.get('content-type')!r}): {_snippet(response.text)}"
+                          ) from exc
+        # Virtuoso's "anytime" queries return 200 with a partial result and say so only in headers.
+        partial = response.headers.get("x-sql-state", "") == "S1TAT" or "x-sparql-maxrows" in response.headers
+        if not isinstance(payload, dict):
+            raise KGError(f"SPARQL endpoint {self.endpoint} sent malformed JSON results")
+        if "boolean" in payload:
+            return _Response([], bool(payload["boolean"]), partial)
+        try:
+            rows = payload["results"]["bindings"]
+        except (KeyError, TypeError) as exc:
+            raise KGError(f"SPARQL endpoint {self.endpoint} sent JSON without results.bindings") from exc
+        return _Response(rows, None, partial)
+
+    def _select(self, query: str, *, timeout: float | None = None, retries: int | None = None,
+                strict: bool = True) -> tuple[list[dict[str, dict[str, str]]], bool]:
+        answer = self._send(query, timeout=timeout, retries=retries)
+        if answer.partial and strict:
+            raise QueryTimeout(f"SPARQL endpoint {self.endpoint} returned a partial result (server-side time or row "
+                               "limit); raise the endpoint's limits or simplify the query")
+        return answer.rows, answer.partial
+
+    def _ask(self, query: str) -> bool:
+        return bool(self._send(query).boolean)
+
+    @property
+    def is_virtuoso(self) -> bool:
+        """Whether the endpoint is Virtuoso (from the constructor, else detected once from the Server header)."""
+        if self._virtuoso is None:
+            if self._server_header is None:
+                self._send("ASK {}")
+            self._virtuoso = "virtuoso" in (self._server_header or "").lower()
+        return self._virtuoso
+
+    def select(self, query: str, *, timeout: float | None = None) -> list[dict[str, str]]:
+        """Run a raw read-only SELECT (guarded like every compiled query); each row maps a variable to an id (entity id,
+        relation IRI mapped to an entity id, or a literal in N-Triples form)."""
+        rows, _ = self._select(query, timeout=timeout)
+        return [{var: self._node_id(term) for var, term in row.items()} for row in rows]
+
+    # -- identifiers -> SPARQL terms (the only way anything reaches a query) ----------------------------------------
+
+    def _relation_iri(self, relation: str) -> str:
+        if not isinstance(relation, str) or not relation:
+            raise KGError(f"relation {relation!r} is not a non-empty string")
+        try:
+            if self._schema.is_valid_relation(relation):
+                iri = check_iri(self._schema.relation_iri(relation))
+            elif "://" in relation or relation.startswith("urn:"):
+                iri = check_iri(relation)
+            else:
+                raise KGError("not in the schema's relation grammar")
+        except KGError as exc:
+            raise KGError(f"relation {relation!r} is not a valid {self._schema.name} relation or IRI ({exc})") from None
+        if self.strict_vocabulary and self._vocab_iris is None:
+            self.vocabulary()
+        if self._vocab_iris is not None and iri not in self._vocab_iris:
+            raise KGError(f"relation {relation!r} is not in this KG's vocabulary ({len(self._vocab_iris)} relations)")
+        return iri
+
+    def _entity_term(self, entity: str) -> str:
+        if not isinstance(entity, str) or not entity:
+            raise KGError(f"entity {entity!r} is not a non-empty string")
+        if is_literal(entity):
+            try:
+                return _literal_term(entity)
+            except KGError as exc:
+                raise KGError(f"literal {entity!r} is malformed ({exc})") from None
+        if entity.startswith("_:") and not _BNODE_RE.match(entity):
+            raise KGError(f"entity {entity!r} is not a valid blank-node id (_: followed by letters, digits, _ - .)")
+        try:
+            # A "_:" id is a blank node of a store exported from the embedded backend, where the schema made it an
+            # IRI; an endpoint's own blank nodes cannot be addressed across queries and so match nothing.
+            if (self._schema.is_valid_entity(entity) or "://" in entity or entity.startswith("urn:")
+                    or entity.startswith("_:")):
+                return f"<{check_iri(self._schema.entity_iri(entity))}>"
+            raise KGError("not in the schema's entity grammar")
+        except KGError as exc:
+            raise KGError(f"entity {entity!r} is not a valid {self._schema.name} entity id or IRI ({exc})") from None
+
+    def _values(self, var: str, entities: Iterable[str]) -> str:
+        terms = list(dict.fromkeys(self._entity_term(e) for e in entities))
+        return f"VALUES {var} {{ {' '.join(terms)} }}"
+
+    def _node_id(self, term: dict[str, str]) -> str:
+        kind = term.get("type")
+        value = term.get("value", "")
+        if kind == "uri":
+            return self._schema.entity_id(value)
+        if kind == "bnode":
+            return "_:" + value
+        lang = term.get("xml:lang")
+        datatype = term.get("datatype")
+        if lang or datatype in (_XSD_STRING, _RDF_LANGSTRING):
+            datatype = None
+        if datatype == XSD + "boolean" and value in ("1", "0"):
+            value = "true" if value == "1" else "false"  # Virtuoso writes booleans as 1/0
+        return make_literal(value, datatype=datatype, lang=lang)
+
+    def _hidden(self, relation_iri: str) -> bool:
+        # Names are served by names(); a name predicate is not a relation to follow.
+        return relation_iri in self._name_iris or self._schema.is_noise_relation(self._schema.relation_id(relation_iri))
+
+    @staticmethod
+    def _check_limit(limit: int, what: str = "limit") -> int:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise KGError(f"{what} {limit!r} is not a non-negative integer")
+        return limit
+
+    # -- compilation -----------------------------------------------------------------------------------------------
+
+    def _triple(self, source: str, hop: Hop, target: str) -> str:
+        iri = self._relation_iri(hop.relation)
+        if Direction.parse(hop.direction) is Direction.OUT:
+            return f"{source} <{iri}> {target} ."
+        return f"{target} <{iri}> {source} ."
+
+    def _frontier(self, block: str, var: str, hops: Chain, prefix: str, start: int = 0,
+                  cap_last: bool = True) -> tuple[str, str]:
+        """Wrap ``block`` (a group yielding distinct ``var``) in one DISTINCT subquery per hop."""
+        for i, hop in enumerate(hops):
+            nxt = f"?{prefix}{start + i + 1}"
+            cap = f" LIMIT {self.max_frontier}" if cap_last or i < len(hops) - 1 else ""
+            block = f"{{ SELECT DISTINCT {nxt} WHERE {{ {block} {self._triple(var, hop, nxt)} }}{cap} }}"
+            var = nxt
+        return block, var
+
+    def _path_exists(self, var: str, hops: Chain, prefix: str) -> str:
+        """A plain pattern that some path ``hops`` leaves ``var`` (for FILTER EXISTS; engines stop at the first)."""
+        parts, current = [], var
+        for i, hop in enumerate(hops):
+            nxt = f"?{prefix}{i + 1}"
+            parts.append(self._triple(current, hop, nxt))
+            current = nxt
+        return " ".join(parts)
+
+    def _reaches_target(self, var: str, hops: Chain, target: str, prefix: str) -> str:
+        """A pattern that ``hops`` leads from ``var`` to ``target`` (entity: that node; literal: its lexical value)."""
+        if is_literal(target):
+            value = sparql_string(literal_value(target))
+            if not hops:
+                return f"FILTER(isLiteral({var}) && str({var}) = {value})"
+            end = f"?{prefix}{len(hops)}"
+            return f"{self._path_exists(var, hops, prefix)} FILTER(isLiteral({end}) && str({end}) = {value})"
+        term = self._entity_term(target)
+        if not hops:
+            return f"FILTER({var} = {term})"
+        body = self._path_exists(var, hops[:-1], prefix)
+        last = f"?{prefix}{len(hops) - 1}" if len(hops) > 1 else var
+        return f"{body} {self._triple(last, hops[-1], term)}"
+
+    @staticmethod
+    def _outer(block: str, var: str, limit: int) -> str:
+        return f"SELECT {var} WHERE {{ {block} }} LIMIT {limit}"
+
+    def _chain_query(self, topics: Sequence[str], chain: Chain, limit: int) -> str:
+        block, var = self._frontier(self._values("?e0", topics), "?e0", chain, "e", cap_last=False)
+        if not chain:
+            # Topics that occur in the KG at all (FILTER EXISTS stops at the first triple of a hub).
+            block = (f"{{ SELECT DISTINCT ?e0 WHERE {{ {block} "
+                     "FILTER EXISTS { { ?e0 ?p_ ?o_ } UNION { ?s_ ?p_ ?e0 } } } }")
+        return self._outer(block, var, limit + 1)
+
+    def _paths_query(self, topics: Sequence[str], chain: Chain, max_paths: int) -> str:
+        block = self._values("?e0", topics)
+        projected = ["?e0"]
+        for i, hop in enumerate(chain):
+            nxt = f"?e{i + 1}"
+            cap = f" LIMIT {self.max_frontier}" if i < len(chain) - 1 else ""
+            projected.append(nxt)
+            block = (f"{{ SELECT DISTINCT {' '.join(projected)} WHERE {{ {block} "
+                     f"{self._triple(projected[-2], hop, nxt)} }}{cap} }}")
+        return f"SELECT {' '.join(projected)} WHERE {{ {block} }} LIMIT {max_paths + 1}"
+
+    # -- protocol: one hop -----------------------------------------------------------------------------------------
+
+    def has_entity(self, entity: str) -> bool:
+        """Whether ``entity`` occurs in any triple (a named entity of degree 0 occurs in its name triple)."""
+        try:
+            term = self._entity_term(entity)
+        except KGError:
+            return False
+        if is_literal(entity):
+            return self._ask(f"ASK {{ ?s ?p {term} }}")
+        return self._ask(f"ASK {{ {{ {term} ?p ?o }} UNION {{ ?s ?p {term} }} }}")
+
+    def relations(self, entity: str, direction: Direction | str = Direction.OUT) -> list[str]:
+        term = self._entity_term(entity)
+        pattern = f"{term} ?p ?x ." if Direction.parse(direction) is Direction.OUT else f"?x ?p {term} ."
+        return self._relation_list(pattern)
+
+    def _relation_list(self, pattern: str) -> list[str]:
+        query = self._outer(f"{{ SELECT DISTINCT ?p WHERE {{ {pattern} }} }}", "?p", self.max_relations)
+        rows, _ = self._select(query)
+        found = {row["p"]["value"] for row in rows if row.get("p", {}).get("type") == "uri"}
+        return sorted(self._schema.relation_id(p) for p in found if not self._hidden(p))
+
+    def neighbors(self, entity: str, relation: str, direction: Direction | str = Direction.OUT,
+                  limit: int = 100) -> list[str]:
+        limit = max(int(limit), 0)
+        triple = self._triple(self._entity_term(entity), Hop(relation, Direction.parse(direction)), "?x")
+        if limit == 0:
+            return []
+        rows, _ = self._select(self._outer(f"{{ SELECT DISTINCT ?x WHERE {{ {triple} }} }}", "?x", limit))
+        return [self._node_id(row["x"]) for row in rows if "x" in row]
+
+    # -- protocol: chains ------------------------------------------------------------------------------------------
+
+    def run_chain(self, topics: Sequence[str], chain: Chain, *, bindings: bool = False,
+                  limit: int = DEFAULT_CHAIN_LIMIT, max_paths: int = DEFAULT_MAX_PATHS) -> ChainResult:
+        self._check_limit(limit)
+        self._check_limit(max_paths, "max_paths")
+        chain = tuple(chain)
+        if isinstance(topics, str):
+            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
+        if not topics:
+            return ChainResult([], [] if bindings else None)
+        if not bindings:
+            return self._entities(self._chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
+        if not chain:
+            result = self._entities(self._chain_query(topics, chain, limit), "?e0", limit)
+            result.paths = [(e,) for e in result.entities]
+            return result
+        rows, partial = self._select(self._paths_query(topics, chain, max_paths), strict=False)
+        paths = [tuple(self._node_id(row[f"e{i}"]) for i in range(len(chain) + 1)) for row in rows]
+        cut = partial or len(paths) > max_paths
+        if cut:
+            # The paths were cut, so they may miss some end entities: ask for the entities on their own.
+            result = self._entities(self._chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
+            keep = set(result.entities)
+            result.paths = [p for p in paths if p[-1] in keep][:max_paths]
+            result.truncated = True
+            return result
+        entities = list(dict.fromkeys(p[-1] for p in paths))
+        truncated = len(entities) > limit
+        if truncated:
+            entities = entities[:limit]
+            keep = set(entities)
+            paths = [p for p in paths if p[-1] in keep]
+        return ChainResult(entities, paths, truncated)
+
+    def _entities(self, query: str, var: str, limit: int) -> ChainResult:
+        rows, partial = self._select(query, strict=False)
+        name = var.lstrip("?")
+        found = list(dict.fromkeys(self._node_id(row[name]) for row in rows if name in row))
+        return ChainResult(found[:limit], None, partial or len(found) > limit)
+
+    def chain_relations(self, topics: Sequence[str], chain: Chain,
+                        direction: Direction | str = Direction.OUT) -> list[str]:
+        if isinstance(topics, str):
+            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
+        if not topics:
+            return []
+        block, var = self._frontier(self._values("?e0", topics), "?e0", tuple(chain), "e")
+        edge = f"{var} ?p ?x ." if Direction.parse(direction) is Direction.OUT else f"?x ?p {var} ."
+        return self._relation_list(f"{block} {edge}")
+
+    # -- protocol: constraints -------------------------------------------------------------------------------------
+
+    def _check_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain) -> None:
+        if isinstance(topics, str):
+            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
+        if not isinstance(constraint.source, int) or not 0 <= constraint.source <= len(main):
+            raise KGError(f"constraint source position {constraint.source!r} is outside the main chain "
+                          f"(0..{len(main)})")
+        if not constraint.chain:
+            raise KGError("constraint chain is empty")
+
+    def constraint_values(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
+                          limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
+        main = tuple(main)
+        self._check_constraint(topics, main, constraint)
+        self._check_limit(limit)
+        if not topics:
+            return ChainResult([])
+        s = constraint.source
+        block, var = self._frontier(self._values("?e0", topics), "?e0", main[:s], "e")
+        if s < len(main):
+            # Only sources on a complete main path count: some path of the rest of the chain must leave them.
+            rest = self._path_exists(var, main[s:], "r")
+            block = f"{{ SELECT DISTINCT {var} WHERE {{ {block} FILTER EXISTS {{ {rest} }} }} }}"
+        block, end = self._frontier(block, var, tuple(constraint.chain), "c", cap_last=False)
+        return self._entities(self._outer(block, end, limit + 1), end, limit)
+
+    def filter_by_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
+                             limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
+        main = tuple(main)
+        self._check_constraint(topics, main, constraint)
+        self._check_limit(limit)
+        if constraint.target is None:
+            raise KGError("filter_by_constraint needs a constraint target; use constraint_values to list candidates")
+        if not topics:
+            return ChainResult([])
+        s = constraint.source
+        block, var = self._frontier(self._values("?e0", topics), "?e0", main[:s], "e")
+        check = self._reaches_target(var, tuple(constraint.chain), constraint.target, "c")
+        block = f"{{ SELECT DISTINCT {var} WHERE {{ {block} FILTER EXISTS {{ {check} }} }} }}"
+        block, end = self._frontier(block, var, main[s:], "e", start=s, cap_last=False)
+        return self._entities(self._outer(block, end, limit + 1), end, limit)
+
+    # -- protocol: names and search --------------------------------------------------------------------------------
+
+    def _lang_filter(self, var: str) -> str:
+        lang = sparql_string(self._schema.language)
+        return f'FILTER(isLiteral({var}) && (lang({var}) = "" || langMatches(lang({var}), {lang})))'
+
+    def _name_rank(self, term: dict[str, str], predicate: str) -> tuple[int, int, str]:
+        lang = (term.get("xml:lang") or "").lower()
+        wanted = self._schema.language.lower()
+        lang_rank = 0 if lang == wanted else 1 if lang.startswith(wanted + "-") else 2
+        pred_rank = self._name_iris.index(predicate) if predicate in self._name_iris else len(self._name_iris)
+        return lang_rank, pred_rank, term.get("value", "")
+
+    def names(self, ids: Sequence[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        entities: list[str] = []
+        for node in ids:
+            if is_literal(node):
+                try:
+                    out[node] = literal_value(node)
+                except KGError as exc:
+                    raise KGError(f"literal {node!r} is malformed ({exc})") from None
+            else:
+                self._entity_term(node)  # validate before anything is sent
+                out[node] = None
+                entities.append(node)
+        unique = list(dict.fromkeys(entities))
+        for start in range(0, len(unique), _NAME_BATCH):
+            batch = unique[start:start + _NAME_BATCH]
+            query = (f"SELECT ?e ?p ?n WHERE {{ {self._values('?e', batch)} VALUES ?p {{ {self._name_values} }} "
+                     f"?e ?p ?n . {self._lang_filter('?n')} }}")
+            rows, _ = self._select(query)
+            best: dict[str, tuple[tuple[int, int, str], str]] = {}
+            for row in rows:
+                if "e" not in row or "n" not in row:
+                    continue
+                entity = self._node_id(row["e"])
+                rank = self._name_rank(row["n"], row.get("p", {}).get("value", ""))
+                if entity not in best or rank < best[entity][0]:
+                    best[entity] = (rank, row["n"]["value"])
+            for entity, (_, name) in best.items():
+                if entity in out:
+                    out[entity] = name
+        return out
+
+    def search(self, label: str, *, fuzzy: bool = False, limit: int = 10) -> list[EntityMatch]:
+        """Exact: names equal to ``label`` as given, stripped, lower/title-cased, each plain and language-tagged
+        (index lookups, cheap). Fuzzy adds candidates from ``bif:contains`` on Virtuoso (free-text index, cheap) or
+        a CONTAINS scan over name literals elsewhere (cost: linear in the number of names, bounded by LIMIT and the
+        timeout), reranked with rapidfuzz against the normalised label."""
+        self._check_limit(limit)
+        key = normalize_label(label)
+        if not key or limit == 0:
+            return []
+        variants = list(dict.fromkeys(v for v in (label, label.strip(), label.strip().lower(), label.strip().title(),
+                                                  label.strip().capitalize()) if v))
+        lang = self._schema.language
+        terms = " ".join(f"{sparql_string(v)} {sparql_string(v)}@{lang}" for v in variants)
+        query = self._outer(f"{{ SELECT DISTINCT ?e ?n WHERE {{ VALUES ?n {{ {terms} }} "
+                            f"VALUES ?p {{ {self._name_values} }} ?e ?p ?n . FILTER(!isLiteral(?e)) }} }}",
+                            "?e ?n", max(limit, 100))
+        rows, _ = self._select(query)
+        exact: dict[str, EntityMatch] = {}
+        for row in rows:
+            entity = self._node_id(row["e"])
+            exact.setdefault(entity, EntityMatch(entity, row["n"]["value"], 1.0))
+        matches = sorted(exact.values(), key=lambda m: m.id)
+        if not fuzzy or len(matches) >= limit:
+            return matches[:limit]
+        candidates = self._fuzzy_candidates(label)
+        from rapidfuzz import fuzz
+
+        scored: dict[str, EntityMatch] = {m.id: m for m in matches}
+        for entity, name in candidates:
+            if entity in scored:
+                continue
+            other = normalize_label(name)
+            # The embedded store's similarity, so scores mean the same on both backends.
+            similarity = max(fuzz.ratio(key, other), fuzz.token_sort_ratio(key, other)) / 100.0
+            score = 1.0 if other == key else min(0.99, similarity)
+            scored[entity] = EntityMatch(entity, name, score)
+        ranked = sorted(scored.values(), key=lambda m: (-m.score, m.name, m.id))
+        return ranked[:limit]
+
+    def _fuzzy_candidates(self, label: str) -> list[tuple[str, str]]:
+        words = [w for w in re.findall(r"\w+", label.lower()) if w]
+        if not words:
+            return []
+        if self.fulltext == "bif" or (self.fulltext == "auto" and self.is_virtuoso):
+            # Free-text terms are letters and digits only, so no quote can reach the expression. Whole words of
+            # >= 3 characters (Virtuoso rejects shorter or noise-only expressions) plus 4-character prefix
+            # wildcards, which tolerate a typo after the fourth character.
+            clean = [re.sub(r"[\W_]", "", v) for w in words for v in dict.fromkeys((w, fold(w)))]
+            terms = [f'"{w}"' for w in clean if len(w) >= 3] + [f'"{w[:4]}*"' for w in clean if len(w) >= 5]
+            if terms:
+                expression = sparql_string(" OR ".join(list(dict.fromkeys(terms))[:12]))
+                try:
+                    return self._candidate_rows(f"?n bif:contains {expression} .")
+                except QueryTimeout:
+                    raise
+                except KGError:
+                    if self.fulltext == "bif":
+                        raise
+                    # The free-text engine refused this expression: scan for this one search.
+
+        # A CONTAINS scan, in up to three passes while too little is found: all words (precise), any of the
+        # longest words, any of their 3-character prefixes (tolerates later typos).
+        def has(w: str) -> str:
+            return f"CONTAINS(LCASE(STR(?n)), {sparql_string(w)})"
+
+        longest = sorted(set(words), key=len, reverse=True)[:3]
+        passes = [" && ".join(has(w) for w in words[:6]),
+                  " || ".join(has(w) for w in longest),
+                  " || ".join(has(p) for p in dict.fromkeys(w[:3] for w in longest if len(w) >= 4))]
+        found: list[tuple[str, str]] = []
+        for condition in dict.fromkeys(p for p in passes if p):
+            found += self._candidate_rows(f"FILTER({condition})")
+            if len(found) >= self.search_scan_limit // 4:
+                break
+        return list(dict.fromkeys(found))
+
+    def _candidate_rows(self, condition: str) -> list[tuple[str, str]]:
+        query = (f"SELECT ?e ?n WHERE {{ VALUES ?p {{ {self._name_values} }} ?e ?p ?n . {self._lang_filter('?n')} "
+                 f"FILTER(!isLiteral(?e)) {condition} }} LIMIT {self.search_scan_limit}")
+        rows, _ = self._select(query, strict=False)
+        return [(self._node_id(r["e"]), r["n"]["value"]) for r in rows if "e" in r and "n" in r]
+
+    # -- protocol: vocabulary and statistics -----------------------------------------------------------------------
+
+    def has_relation(self, relation: str) -> bool:
+        """In the vocabulary once it is fetched; before that, an indexed ``ASK`` (cached), falling back to the schema's
+        grammar when the endpoint does not answer."""
+        try:
+            iri = self._relation_iri(relation)
+        except KGError:
+            return False
+        if self._vocab_iris is not None:
+            return True
+        if iri not in self._relation_seen:
+            try:
+                self._relation_seen[iri] = self._ask(f"ASK {{ ?s <{iri}> ?o }}")
+            except KGError:
+                return self._schema.is_valid_relation(relation)
+        return self._relation_seen[iri]
+
+    def vocabulary(self) -> list[str]:
+        """Every predicate of the endpoint (``SELECT DISTINCT ?p``, paged past server row caps); cached."""
+        with self._lock:
+            if self._vocab is None:
+                page = 10_000
+                iris: set[str] = set()
+                offset = 0
+                while True:
+                    query = (f"SELECT ?p WHERE {{ {{ SELECT DISTINCT ?p WHERE {{ ?s ?p ?o }} }} }} ORDER BY ?p "
+                             f"LIMIT {page} OFFSET {offset}")
+                    rows, _ = self._select(query, timeout=self.vocabulary_timeout, strict=False)
+                    iris.update(r["p"]["value"] for r in rows if r.get("p", {}).get("type") == "uri")
+                    if len(rows) < page:
+                        break
+                    offset += page
+                self._vocab_iris = frozenset(iris)
+                self._vocab = sorted({self._schema.relation_id(p) for p in iris})
+        return list(self._vocab)
+
+    def stats(self) -> KGStats:
+        """Counts by COUNT queries, each bounded by ``stats_timeout`` (``None`` when it runs out)."""
+        # Name triples are counted under ``names`` only, as the embedded store does.
+        not_name = f"FILTER(?p NOT IN ({', '.join(f'<{p}>' for p in self._name_iris)}))" if self._name_iris else ""
+        queries = {
+            "triples": f"SELECT (COUNT(*) AS ?c) WHERE {{ ?s ?p ?o {not_name} }}",
+            "relations": f"SELECT (COUNT(DISTINCT ?p) AS ?c) WHERE {{ ?s ?p ?o {not_name} }}",
+            "entities": ("SELECT (COUNT(DISTINCT ?x) AS ?c) WHERE { { ?x ?p ?o } UNION "
+                         "{ ?s ?p ?x FILTER(!isLiteral(?x)) } }"),
+            "literals": f"SELECT (COUNT(DISTINCT ?o) AS ?c) WHERE {{ ?s ?p ?o FILTER(isLiteral(?o)) {not_name} }}",
+            "names": f"SELECT (COUNT(*) AS ?c) WHERE {{ VALUES ?p {{ {self._name_values} }} ?s ?p ?o }}",
+        }
+        counts: dict[str, int | None] = {}
+        for key, query in queries.items():
+            try:
+                rows, partial = self._select(query, timeout=self.stats_timeout, retries=0, strict=False)
+                counts[key] = None if partial or not rows else int(rows[0]["c"]["value"])
+            except QueryTimeout:
+                counts[key] = None
+        extra: dict[str, Any] = {"endpoint": self.endpoint, "default_graph": self.default_graph}
+        if self._virtuoso is not None or self._server_header is not None:
+            extra["server"] = self._server_header
+        return KGStats(backend="sparql", schema=self._schema.name, extra=extra, **counts)
+
+
+# Errors in the query itself (Virtuoso answers them with HTTP 500): sending the same text again cannot help.
+_QUERY_ERROR = re.compile(r"Virtuoso (37000|22023|42000)|Error (SP|SQ|FT)\d|SPARQL compiler|syntax error|parse error",
+                          re.IGNORECASE)
+_SERVER_TIMEOUT = re.compile(r"Virtuoso S1T00")
+
+
+def _snippet(text: str, size: int = 300) -> str:
+    text = " ".join(text.split())
+    return text[:size] + ("..." if len(text) > size else "")
