@@ -428,7 +428,7 @@ def score_prediction(question: Question, prediction: Prediction, *,
 
 
 def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+    return math.fsum(values) / len(values) if values else 0.0  # fsum: independent of worker order
 
 
 def _aggregate(scores: Sequence[QuestionScore]) -> dict[str, Any]:

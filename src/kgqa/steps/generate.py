@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
@@ -12,10 +12,15 @@ if TYPE_CHECKING:
 
 
 class DirectAnswer(BaseModel):
+    # Models often write years and counts as JSON numbers; they are answers all the same.
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
     answers: list[str] = Field(default_factory=list, description="answer names, best first")
 
 
 class ReasonedAnswer(BaseModel):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
     reasoning: str = Field(default="", description="step-by-step reasoning, written before the answers")
     answers: list[str] = Field(default_factory=list, description="answer names, best first")
 

@@ -1,0 +1,143 @@
+"""``kgqa eval``: run a method on a benchmark into a resumable run directory; ``kgqa eval compare`` and ``report``.
+
+``kgqa eval --dataset metaqa-2hop --split dev --method cot --llm SPEC --limit 200 --out runs/cot`` runs questions
+(the group itself is the run command); ``kgqa eval compare RUNDIR...`` prints runs side by side; ``kgqa eval report
+RUNDIR`` rebuilds summary.json, report.md and the plots from a run's results.jsonl (e.g. after a crash).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kgqa.errors import ConfigError
+
+RUN_EPILOG = """\b
+KG: methods that explore a KG (ccor, cor) use --kg, default: the config's `kg`
+(KGQA_KG). For MetaQA the KG is an embedded import of the dataset's kb.txt:
+  kgqa kg import DATA/metaqa/kb.txt --format metaqa --out kgs/metaqa
+  kgqa eval --dataset metaqa-2hop --split dev --method ccor --kg kgs/metaqa ...
+io and cot use no KG. Freebase/Wikidata datasets need a SPARQL endpoint URL
+or an embedded import of a Freebase dump.
+
+\b
+Run directory: results.jsonl (one line per finished question, fsynced),
+traces.jsonl, config.json, summary.json, report.md and PNG plots. An existing,
+non-empty --out is refused unless --resume is given; --resume skips the
+questions already finished (a crash loses at most the questions in flight).
+
+\b
+Examples:
+  kgqa eval --dataset metaqa-1hop --split dev --method io --llm local:smollm2 --limit 100 --out runs/io
+  kgqa eval --dataset cwq --method ccor --llm openai:gpt-4.1-mini --kg http://127.0.0.1:8890/sparql \\
+            --method-config pruner=hybrid --workers 8 --out runs/ccor-cwq
+  kgqa eval compare runs/io runs/ccor-cwq
+"""
+
+
+@click.group("eval", invoke_without_command=True, short_help="Evaluate a method on a benchmark; compare runs.", epilog=RUN_EPILOG,
+             context_settings={"max_content_width": 110})
+@click.option("--dataset", default=None, help="Benchmark name (metaqa-1hop/2hop/3hop, cwq, webqsp, webqsp-gog, grailqa, "
+                                              "qald10-en, webquestions, simplequestions).")
+@click.option("--split", default="test", show_default=True, help="Split (MetaQA: dev or test; others: test).")
+@click.option("--method", default="io", show_default=True, help="Method name: io, cot, ccor, cor, ...")
+@click.option("--method-config", "method_config", multiple=True, metavar="KEY=VALUE",
+              help="Method setting (repeatable): --method-config pruner=embedding; numbers and true/false are converted.")
+@click.option("--llm", "llm_spec", default=None,
+              help="Model spec: local:smollm2, openai:MODEL[@URL], scripted:FILE.jsonl (default: config llm).")
+@click.option("--kg", "kg_spec", default=None,
+              help="KG for methods that need one: an embedded directory, a SPARQL URL or 'demo' (default: config kg).")
+@click.option("--embedder", default="minilm", show_default=True,
+              help="Embedder for pruner=embedding/hybrid (loaded only then).")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N questions (see --shuffle).")
+@click.option("--shuffle", is_flag=True, help="Draw the questions in a random order seeded by --seed (with --limit: a "
+                                              "random sample).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shuffle and of the method.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Questions answered concurrently (threads).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
+              help="Run directory (default: runs/DATASET-SPLIT-METHOD-TIMESTAMP).")
+@click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+@click.option("--retry-errors", is_flag=True, help="With --resume: run the failed questions again.")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Benchmark data directory (default: KGQA_DATA_DIR / config data_dir).")
+@click.option("--max-failures", type=click.IntRange(min=0), default=25, show_default=True,
+              help="Stop after this many consecutive failed questions (0: never).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-report", is_flag=True, help="Write summary.json only (no report.md, no plots).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON at the end.")
+@click.pass_context
+def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str, method_config: tuple[str, ...],
+               llm_spec: str | None, kg_spec: str | None, embedder: str, limit: int | None, shuffle: bool, seed: int,
+               workers: int, out_dir: Path | None, resume: bool, retry_errors: bool, data_dir: Path | None,
+               max_failures: int, no_progress: bool, no_report: bool, as_json: bool) -> None:
+    """Evaluate METHOD on a benchmark: kgqa eval --dataset NAME --method NAME --llm SPEC [--kg KG] --out RUNDIR."""
+    if ctx.invoked_subcommand is not None:
+        given = [p.name for p in ctx.command.params
+                 if ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE]  # type: ignore[arg-type]
+        if given:
+            raise ConfigError(f"run options ({', '.join('--' + g.replace('_', '-') for g in given)}) cannot be combined "
+                              f"with `kgqa eval {ctx.invoked_subcommand}`")
+        return
+    if dataset is None:
+        click.echo(ctx.get_help(), err=True)
+        raise ConfigError("--dataset is required to run an evaluation (or use `kgqa eval compare RUNDIR...`)")
+    from datetime import datetime
+
+    from kgqa.eval.runner import parse_method_config, run_eval
+
+    settings = parse_method_config(method_config)
+    if out_dir is None:
+        if resume:
+            raise ConfigError("--resume needs --out RUNDIR (the run to continue)")
+        out_dir = Path("runs") / f"{dataset}-{split}-{method}-{datetime.now():%Y%m%d-%H%M%S}"
+    run = run_eval(dataset, out=out_dir, split=split, method=method, method_config=settings, llm=llm_spec, kg=kg_spec,
+                   embedder=embedder, limit=limit, seed=seed, shuffle=shuffle, workers=workers, resume=resume,
+                   retry_errors=retry_errors, data_dir=data_dir, progress=not no_progress, report=not no_report,
+                   max_consecutive_failures=max_failures)
+    summary = run.summary
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{run.out_dir}: {run.answered} answered now ({run.failed} failed), {run.skipped} finished before; "
+               f"{summary.get('n', 0)} in results")
+    click.echo(f"Hits@1 {100 * summary.get('hits@1', 0):.1f}  F1 {100 * summary.get('f1', 0):.1f}  "
+               f"legacy Hits@1 {100 * summary.get('legacy_hits@1', 0):.1f}  KGR {100 * summary.get('kgr', 0):.1f}  "
+               f"Faithful-F1 {100 * summary.get('faithful_f1', 0):.1f}  "
+               f"calls/q {summary.get('llm_calls_mean', 0):.2f}  tokens/q {summary.get('tokens_mean', 0):.0f}")
+    if not no_report:
+        click.echo(f"report: {run.out_dir / 'report.md'}")
+
+
+@eval_group.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--markdown", is_flag=True, help="Print a markdown table.")
+@click.option("--no-breakdowns", is_flag=True, help="Only the overall metrics.")
+@click.option("--json", "as_json", is_flag=True, help="Print {run: summary} as JSON.")
+def compare_command(run_dirs: tuple[Path, ...], markdown: bool, no_breakdowns: bool, as_json: bool) -> None:
+    """Print runs side by side: one column per RUNDIR, one row per metric (rates in %)."""
+    from kgqa.eval.report import compare_runs, format_table, load_summary
+
+    if as_json:
+        payload: dict[str, Any] = {str(d): load_summary(d) for d in run_dirs}
+        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    header, rows = compare_runs(list(run_dirs), breakdowns=not no_breakdowns)
+    click.echo(format_table(header, rows, markdown=markdown))
+
+
+@eval_group.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--no-plots", is_flag=True, help="summary.json only.")
+def report_command(run_dir: Path, no_plots: bool) -> None:
+    """Rebuild summary.json, report.md and the plots of RUN_DIR from its results.jsonl."""
+    from kgqa.eval.runner import summarize_run
+
+    if not run_dir.is_dir():
+        raise ConfigError(f"run directory {run_dir} does not exist")
+    summary = summarize_run(run_dir, report=not no_plots)
+    click.echo(f"{run_dir}: {summary.get('n', 0)} questions, Hits@1 {100 * summary.get('hits@1', 0):.1f}, "
+               f"F1 {100 * summary.get('f1', 0):.1f}")

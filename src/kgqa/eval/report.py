@@ -1,0 +1,304 @@
+"""Run reports: RUNDIR/report.md (tables), PNG plots, and side-by-side comparison of runs.
+
+Plots (matplotlib with the Agg canvas, no display and no pyplot global state): ``accuracy.png`` (strict and legacy
+scores of the run), ``accuracy_by_<key>.png`` per breakdown (hops, question type, ...), ``llm_calls_hist.png`` and
+``tokens_hist.png`` (per-question cost). matplotlib is optional (``pip install kgqa[plots]``): without it the report
+says the plots were skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kgqa.errors import ConfigError
+
+__all__ = ["compare_runs", "format_table", "load_summary", "render_report", "write_plots", "write_report"]
+
+REPORT_FILE = "report.md"
+
+# (summary key, label, kind): kind "rate" prints as a percentage, "num" as a number.
+MAIN_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("hits@1", "Hits@1", "rate"), ("hit", "Hit", "rate"), ("precision", "Precision", "rate"),
+    ("recall", "Recall", "rate"), ("f1", "F1", "rate"), ("kgr", "KGR", "rate"),
+    ("faithful_f1", "Faithful-F1", "rate"),
+)
+LEGACY_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("legacy_hits@1", "legacy Hits@1", "rate"), ("legacy_hit", "legacy Hit", "rate"),
+    ("legacy_precision", "legacy Precision", "rate"), ("legacy_recall", "legacy Recall", "rate"),
+    ("legacy_f1", "legacy F1", "rate"),
+)
+COST_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("llm_calls_mean", "LLM calls / q", "num"), ("prompt_tokens_mean", "prompt tokens / q", "num"),
+    ("completion_tokens_mean", "completion tokens / q", "num"), ("tokens_mean", "tokens / q", "num"),
+    ("latency_s_mean", "latency s / q", "num"), ("kg_time_s_mean", "KG time s / q", "num"),
+    ("kg_time_share", "KG share of time", "rate"), ("llm_time_share", "LLM share of time", "rate"),
+)
+
+
+def _fmt(value: Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "rate":
+        return f"{100 * float(value):.1f}"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 100):
+        return f"{int(value):,}"
+    number = float(value)
+    if abs(number) >= 100:
+        return f"{number:,.0f}"
+    if abs(number) >= 1:
+        return f"{number:.2f}"
+    return f"{number:.3g}"
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, markdown: bool = True) -> str:
+    """A markdown table, or a plain aligned text table (first column left-aligned, the others right-aligned)."""
+    cells = [list(map(str, header)), *[list(map(str, r)) for r in rows]]
+    if markdown:
+        lines = ["| " + " | ".join(c.replace("|", "\\|") for c in cells[0]) + " |",
+                 "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells[1:]]
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    out = []
+    for n, row in enumerate(cells):
+        out.append("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Plots
+
+
+def write_plots(run_dir: str | os.PathLike[str], summary: Mapping[str, Any],
+                rows: Sequence[Mapping[str, Any]]) -> list[Path]:
+    """Write the PNG plots of a run; returns the files written (none without matplotlib)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return []
+    out = Path(run_dir)
+    written: list[Path] = []
+
+    def save(fig: Any, name: str) -> None:
+        FigureCanvasAgg(fig)
+        fig.tight_layout()
+        path = out / name
+        fig.savefig(path, dpi=110)
+        written.append(path)
+
+    # Overall: strict and legacy side by side.
+    labels = ["Hits@1", "Hit", "Precision", "Recall", "F1"]
+    strict = [summary.get(k) or 0.0 for k in ("hits@1", "hit", "precision", "recall", "f1")]
+    legacy = [summary.get(k) or 0.0 for k in ("legacy_hits@1", "legacy_hit", "legacy_precision", "legacy_recall",
+                                               "legacy_f1")]
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    xs = range(len(labels))
+    ax.bar([x - 0.2 for x in xs], [100 * v for v in strict], width=0.4, label="strict")
+    ax.bar([x + 0.2 for x in xs], [100 * v for v in legacy], width=0.4, label="legacy (substring)", alpha=0.6)
+    ax.set_xticks(list(xs), labels)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.set_title(f"{summary.get('method', '')} on {summary.get('dataset', '')} (n={summary.get('n', 0)}); "
+                 f"KGR {100 * (summary.get('kgr') or 0):.1f}%")
+    ax.legend(loc="upper right", fontsize=8)
+    save(fig, "accuracy.png")
+
+    for key, groups in (summary.get("breakdowns") or {}).items():
+        values = list(groups)
+        if not values:
+            continue
+        height = max(2.6, 0.32 * len(values) + 1.2)
+        fig = Figure(figsize=(7, height))
+        ax = fig.add_subplot()
+        ys = range(len(values))
+        ax.barh([y - 0.2 for y in ys], [100 * (groups[v].get("hits@1") or 0) for v in values], height=0.4,
+                label="Hits@1")
+        ax.barh([y + 0.2 for y in ys], [100 * (groups[v].get("f1") or 0) for v in values], height=0.4, label="F1",
+                alpha=0.7)
+        ax.set_yticks(list(ys), [f"{v} (n={groups[v].get('n', 0)})" for v in values], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("%")
+        ax.set_title(f"accuracy by {key}")
+        ax.legend(loc="lower right", fontsize=8)
+        save(fig, f"accuracy_by_{_safe(key)}.png")
+
+    for name, values, title in (
+            ("llm_calls_hist.png", [int(r.get("llm_calls", 0)) for r in rows], "LLM calls per question"),
+            ("tokens_hist.png", [int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in rows],
+             "tokens per question (prompt + completion)")):
+        fig = Figure(figsize=(6, 3.4))
+        ax = fig.add_subplot()
+        if values:
+            low, high = min(values), max(values)
+            if name.startswith("llm_calls") and high - low <= 60:
+                bins: Any = [b - 0.5 for b in range(low, high + 2)]  # one bar per call count
+            else:
+                bins = min(40, max(1, len(set(values))))
+            ax.hist(values, bins=bins)
+        ax.set_title(title)
+        ax.set_ylabel("questions")
+        save(fig, name)
+    return written
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(text))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# report.md
+
+
+def _errors(rows: Sequence[Mapping[str, Any]], top: int = 8) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.get("error"):
+            kind = str(row["error"]).split(":", 1)[0][:80]
+            counts[kind] = counts.get(kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+
+
+def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], run_config: Mapping[str, Any],
+                  plots: Sequence[str]) -> str:
+    """The markdown report of a run."""
+    lines = [f"# {summary.get('method', run_config.get('method', '?'))} on {summary.get('dataset', '?')} "
+             f"/ {summary.get('split', '?')}", ""]
+    facts = [("questions scored", f"{summary.get('n', 0):,}"
+              + (f" of {summary['selected']:,} selected" if summary.get("selected") else "")),
+             ("failed questions", str(summary.get("errors", 0))),
+             ("method config", json.dumps(run_config.get("method_config") or {})),
+             ("LLM", str(run_config.get("llm"))), ("KG", str(run_config.get("kg"))),
+             ("seed / shuffle", f"{run_config.get('seed')} / {run_config.get('shuffle')}"),
+             ("kgqa", str(run_config.get("kgqa_version"))), ("started", str(run_config.get("started_at")))]
+    run = summary.get("run") or {}
+    if run.get("questions_per_s"):
+        facts.append(("this invocation", f"{run.get('answered', 0)} answered in {run.get('loop_s')} s "
+                                         f"({run['questions_per_s']} q/s, {run.get('workers')} workers)"))
+    if run.get("stopped"):
+        facts.append(("stopped early", str(run["stopped"])))
+    lines += [format_table(["run", ""], facts), ""]
+
+    lines += ["## Accuracy and faithfulness (strict matching, %)", "",
+              "Strict: normalised names or ids, one-to-one matching. Legacy: the ToG/PoG substring rule, for comparison "
+              "with papers that used it. KGR weights structured 1, synthesis 0.5, parametric 0; Faithful-F1 = KGR x F1.",
+              ""]
+    lines += [format_table([label for _, label, _ in MAIN_METRICS],
+                           [[_fmt(summary.get(k), kind) for k, _, kind in MAIN_METRICS]]), ""]
+    lines += [format_table([label for _, label, _ in LEGACY_METRICS],
+                           [[_fmt(summary.get(k), kind) for k, _, kind in LEGACY_METRICS]]), ""]
+    grounding = summary.get("grounding") or {}
+    lines += ["Grounding: " + ", ".join(f"{k} {v}" for k, v in grounding.items()), ""]
+
+    lines += ["## Cost", ""]
+    lines += [format_table([label for _, label, _ in COST_METRICS],
+                           [[_fmt(summary.get(k), kind) for k, _, kind in COST_METRICS]]), ""]
+    lines += [f"Totals: {summary.get('llm_calls_total', 0):,} LLM calls, {summary.get('tokens_total', 0):,} tokens, "
+              f"{summary.get('cache_hits_total', 0):,} cache hits.", ""]
+
+    for key, groups in (summary.get("breakdowns") or {}).items():
+        lines += [f"## By {key}", ""]
+        table = [[str(v), f"{g.get('n', 0):,}", _fmt(g.get("hits@1"), "rate"), _fmt(g.get("f1"), "rate"),
+                  _fmt(g.get("legacy_hits@1"), "rate"), _fmt(g.get("kgr"), "rate"), _fmt(g.get("llm_calls_mean"), "num"),
+                  _fmt(g.get("tokens_mean"), "num"), str(g.get("errors", 0))] for v, g in groups.items()]
+        lines += [format_table([key, "n", "Hits@1", "F1", "legacy Hits@1", "KGR", "calls/q", "tokens/q", "errors"],
+                               table), ""]
+
+    errors = _errors(rows)
+    if errors:
+        lines += ["## Failures", "", format_table(["error", "questions"], [[k, str(v)] for k, v in errors]), "",
+                  "Tracebacks are in traces.jsonl.", ""]
+
+    lines += ["## Plots", ""]
+    if plots:
+        lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    else:
+        lines.append("Plots skipped: matplotlib is not installed (pip install 'kgqa[plots]').")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(run_dir: str | os.PathLike[str], summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+                 run_config: Mapping[str, Any]) -> Path:
+    """Write the plots and RUNDIR/report.md; returns the report's path."""
+    out = Path(run_dir)
+    plots = write_plots(out, summary, rows)
+    path = out / REPORT_FILE
+    tmp = out / f".{REPORT_FILE}.tmp"
+    tmp.write_text(render_report(summary, rows, run_config, [p.name for p in plots]), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Comparison
+
+
+def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """RUNDIR/summary.json, or (for a run that never wrote one) a summary computed from its results, marked partial."""
+    from kgqa.eval.metrics import summarize
+    from kgqa.eval.runner import CONFIG_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
+
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ConfigError(f"run directory {path} does not exist")
+    summary_file = path / SUMMARY_FILE
+    if summary_file.is_file():
+        try:
+            return json.loads(summary_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"{summary_file} is not valid JSON ({exc})") from None
+    if not (path / RESULTS_FILE).is_file():
+        raise ConfigError(f"{path} is not a kgqa eval run directory (no {SUMMARY_FILE} or {RESULTS_FILE})")
+    summary = summarize(read_results(path))
+    if (path / CONFIG_FILE).is_file():
+        try:
+            run_config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        except ValueError:
+            run_config = {}
+        for key in ("dataset", "split", "method", "llm", "kg"):
+            summary.setdefault(key, run_config.get(key))
+    summary["partial"] = True
+    return summary
+
+
+def compare_runs(run_dirs: Sequence[str | os.PathLike[str]], *,
+                 breakdowns: bool = True) -> tuple[list[str], list[list[str]]]:
+    """A table with one column per run and one row per metric (rates in %): (header, rows)."""
+    if not run_dirs:
+        raise ConfigError("name at least one run directory to compare")
+    summaries = [load_summary(d) for d in run_dirs]
+    names = [Path(d).name or str(d) for d in run_dirs]
+    if len(set(names)) < len(names):  # same last component: show the paths
+        names = [str(d) for d in run_dirs]
+    header = ["metric", *[n + (" (partial)" if s.get("partial") else "") for n, s in zip(names, summaries, strict=True)]]
+    rows: list[list[str]] = []
+    for key, label in (("dataset", "dataset"), ("split", "split"), ("method", "method"), ("llm", "LLM"),
+                       ("kg", "KG")):
+        rows.append([label, *[str(s.get(key) if s.get(key) is not None else "-") for s in summaries]])
+    rows.append(["n", *[f"{s.get('n', 0):,}" for s in summaries]])
+    rows.append(["errors", *[str(s.get("errors", 0)) for s in summaries]])
+    for key, label, kind in (*MAIN_METRICS, *LEGACY_METRICS, *COST_METRICS):
+        rows.append([label + (" %" if kind == "rate" else ""), *[_fmt(s.get(key), kind) for s in summaries]])
+    if breakdowns:
+        keys: list[str] = []
+        for s in summaries:
+            keys += [k for k in (s.get("breakdowns") or {}) if k not in keys]
+        for key in keys:
+            values: list[str] = []
+            for s in summaries:
+                values += [v for v in (s.get("breakdowns") or {}).get(key, {}) if v not in values]
+            for value in values:
+                cells = []
+                for s in summaries:
+                    group = (s.get("breakdowns") or {}).get(key, {}).get(value)
+                    cells.append("-" if group is None else f"{_fmt(group.get('hits@1'), 'rate')} ({group.get('n', 0)})")
+                rows.append([f"Hits@1 % {key}={value} (n)", *cells])
+    return header, rows

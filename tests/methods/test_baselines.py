@@ -1,0 +1,122 @@
+"""The IO and CoT baselines with a scripted model: what they ask, what they return, how they fail."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kgqa.errors import ConfigError
+from kgqa.llm.accounting import RecordedModel, Recorder
+from kgqa.llm.base import LLMError
+from kgqa.llm.scripted import ScriptedModel
+from kgqa.methods import Grounding, MethodContext, Question, get_method, method_names
+from kgqa.methods.cot.method import make_cot
+from kgqa.methods.io.method import make_io
+
+FACTORIES = {"io": make_io, "cot": make_cot}
+QUESTION = Question(id="q1", text="which languages are spoken in the films directed by Joel Zwick")
+
+
+def ctx_for(rules: list[dict[str, Any]]) -> tuple[MethodContext, ScriptedModel, Recorder]:
+    model = ScriptedModel(rules)
+    recorder = Recorder()
+    return MethodContext(kg=None, llm=RecordedModel(model, recorder), recorder=recorder), model, recorder  # type: ignore[arg-type]
+
+
+def reply(**payload: Any) -> dict[str, Any]:
+    return {"reply": json.dumps(payload)}
+
+
+def build(name: str, **config: Any) -> Any:
+    """The method as the registry builds it (the factory it registered), without depending on registry state."""
+    return FACTORIES[name](**config)
+
+
+def test_both_are_registered_and_need_no_kg() -> None:
+    assert {"io", "cot"} <= set(method_names())
+    for name in ("io", "cot"):
+        method = get_method(name)
+        assert method.name == name and type(method) is type(build(name))
+        assert method.needs_kg is False  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="bad configuration"):
+        get_method("io", temperature=0.5)
+
+
+def test_io_asks_once_for_answers_only_and_returns_them_ranked() -> None:
+    ctx, model, recorder = ctx_for([reply(answers=["Greek", " greek ", "English", ""])])
+    with recorder.scope("q1"):
+        prediction = build("io").answer(QUESTION, ctx)
+    assert prediction.names == ["Greek", "English"]  # stripped, empty and case-duplicates dropped, order kept
+    assert all(a.id is None for a in prediction.answers)
+    assert prediction.grounding is Grounding.PARAMETRIC and prediction.error is None
+    assert recorder.totals("q1").calls == 1
+    (messages,) = model.history
+    system, user = messages[0]["content"], messages[-1]["content"]
+    assert "own knowledge" in system and "JSON" in system and '"answers"' in system  # ask_json added the schema
+    assert user.endswith(f"Question: {QUESTION.text}")
+    assert user.count("Question:") == 3  # two in-context examples, then the question
+    assert "step by step" not in user + system
+    assert prediction.trace == [{"step": "io.generate", "prompt": "answer", "answers": ["Greek", "English"]}]
+    assert [r.step for r in recorder.calls("q1")] == ["io.generate"]
+
+
+def test_cot_reasons_step_by_step_before_answering() -> None:
+    ctx, model, _ = ctx_for([reply(reasoning="Joel Zwick directed My Big Fat Greek Wedding, in Greek and English.",
+                                   answers=["Greek", "English"])])
+    prediction = build("cot").answer(QUESTION, ctx)
+    assert prediction.names == ["Greek", "English"]
+    assert prediction.grounding is Grounding.PARAMETRIC
+    user = model.history[0][-1]["content"]
+    assert "Let's think step by step." in user
+    assert f"Question: {QUESTION.text}\nLet's think step by step." in user
+    assert '"reasoning"' in user.split(f"Question: {QUESTION.text}")[0]  # the examples show reasoning first
+    system = model.history[0][0]["content"]
+    assert system.index('"reasoning"') < system.index('"answers"')  # the schema orders reasoning before answers
+    (event,) = prediction.trace
+    assert event["step"] == "cot.generate"
+    assert event["reasoning"].startswith("Joel Zwick directed")
+
+
+def test_zero_shot_prompts_have_no_examples() -> None:
+    for name in ("io", "cot"):
+        ctx, model, _ = ctx_for([reply(answers=["x"])])
+        build(name, few_shot=False).answer(QUESTION, ctx)
+        user = model.history[0][-1]["content"]
+        assert user.count("Question:") == 1 and user.startswith(f"Question: {QUESTION.text}")
+        assert "Jaws" not in user and "Switzerland" not in user
+
+
+def test_max_answers_keeps_the_best_ones() -> None:
+    ctx, _, _ = ctx_for([reply(answers=["a", "b", "c"])])
+    assert build("io", max_answers=2).answer(QUESTION, ctx).names == ["a", "b"]
+    for bad in (0, -1, "3", True):
+        with pytest.raises(ConfigError, match="max_answers"):
+            build("cot", max_answers=bad)
+
+
+def test_invalid_reply_is_reasked_once() -> None:
+    ctx, model, recorder = ctx_for([{"replies": ["The answer is Greek.", json.dumps({"answers": ["Greek"]})]}])
+    with recorder.scope("q1"):
+        prediction = build("io").answer(QUESTION, ctx)
+    assert prediction.names == ["Greek"]
+    assert recorder.totals("q1").calls == 2
+    assert "not valid" in model.history[1][-1]["content"]
+
+
+def test_unreadable_replies_give_no_answers_not_a_failure() -> None:
+    ctx, _, recorder = ctx_for([{"reply": "I am not sure."}])
+    with recorder.scope("q1"):
+        prediction = build("cot").answer(QUESTION, ctx)
+    assert prediction.answers == [] and prediction.error is None
+    assert prediction.grounding is Grounding.PARAMETRIC
+    assert "unreadable" in prediction.trace[0] and prediction.trace[0]["answers"] == []
+    assert recorder.totals("q1").calls == 2  # the first reply and the one re-ask
+
+
+def test_backend_errors_propagate_to_the_runner() -> None:
+    ctx, _, _ = ctx_for([{"match": "nothing like this", "reply": "{}"}])  # no rule matches, no default
+    for name in ("io", "cot"):
+        with pytest.raises(LLMError, match="no rule matches"):
+            build(name).answer(QUESTION, ctx)
