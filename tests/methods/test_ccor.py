@@ -236,3 +236,29 @@ def test_depth_limit_stops_forward(movie_kg: EmbeddedKG) -> None:
     pred = ask(movie_kg, "ccor", "Deep question?", NOLAN, policy, max_depth=1)
     assert any(e["step"] == "main.depth_limit" for e in pred.trace)
     assert pred.grounding == "parametric"
+
+
+def test_embedded_store_and_sparql_endpoint_give_the_same_final_answers(movie_kg: EmbeddedKG, tmp_path: Path) -> None:
+    from kgqa.kg.servers import OxigraphServer, export_ntriples
+    from kgqa.kg.sparql import SparqlKG
+
+    export_ntriples(movie_kg, tmp_path / "movies.nt")
+
+    def policy() -> Policy:
+        return Policy(
+            prefer=["film.director.film", "film.film.starring", "film.performance.actor", "film.performance.character"],
+            main={"film.director.film": ("incomplete", False),
+                  "film.director.film -> film.film.starring": ("incomplete", False),
+                  "film.director.film -> film.film.starring -> film.performance.actor": ("incomplete", True)},
+            constraint_init=("Which performance is of the character Dom Cobb?", 2),
+            constraint={"film.performance.character": (True, "Dom Cobb")})
+
+    text = "Who played Dom Cobb in a film directed by Christopher Nolan?"
+    local = ask(movie_kg, "ccor", text, NOLAN, policy())
+    with OxigraphServer([tmp_path / "movies.nt"], tmp_path / "oxigraph") as server:
+        remote_kg = SparqlKG(server.url, schema="freebase")
+        remote_policy = policy()
+        remote = ask(remote_kg, "ccor", text, NOLAN, remote_policy)  # type: ignore[arg-type]
+    assert [a.id for a in remote.answers] == [a.id for a in local.answers] == ["m.dicaprio"]
+    assert remote.grounding == local.grounding == "structured"
+    assert sorted(map(tuple, remote.evidence)) == sorted(map(tuple, local.evidence))

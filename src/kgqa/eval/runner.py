@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 from kgqa import __version__, config
 from kgqa.errors import ConfigError, DataError, KGQAError
 from kgqa.eval.metrics import QuestionScore, score_prediction, summarize
-from kgqa.llm.accounting import CallRecord, RecordedModel, Recorder
+from kgqa.llm.accounting import RecordedModel, Recorder
 from kgqa.methods.base import Method, MethodContext, Prediction, Question, get_method
 
 if TYPE_CHECKING:
@@ -174,34 +174,6 @@ class TimedKG:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Accounting
-
-
-class _IndexedRecorder(Recorder):
-    """A :class:`Recorder` whose per-question totals cost the calls of that question, not of the whole run.
-
-    ``Recorder.calls(question_id)`` filters every record of the run, which over a long run makes the per-question
-    totals quadratic; this keeps an index by question, released once the question is written.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._by_question: dict[str | None, list[CallRecord]] = {}
-        self._index_lock = threading.Lock()
-
-    def add(self, record: CallRecord) -> None:
-        super().add(record)
-        with self._index_lock:
-            self._by_question.setdefault(record.question_id, []).append(record)
-
-    def calls(self, question_id: str | None = None) -> list[CallRecord]:
-        if question_id is None:
-            return super().calls()
-        with self._index_lock:
-            return list(self._by_question.get(question_id, ()))
-
-    def release(self, question_id: str) -> None:
-        with self._index_lock:
-            self._by_question.pop(question_id, None)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -525,7 +497,7 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
 class _Solver:
     """Answers and scores one question at a time (thread-safe: per-question state lives in locals)."""
 
-    def __init__(self, method: Method, base: MethodContext, recorder: _IndexedRecorder) -> None:
+    def __init__(self, method: Method, base: MethodContext, recorder: Recorder) -> None:
         self.method = method
         self.base = base
         self.recorder = recorder
@@ -682,7 +654,7 @@ def run_eval(
         seen.add(q.id)
 
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
-    recorder = _IndexedRecorder()
+    recorder = Recorder()
     if llm is None or isinstance(llm, str):
         model = llm_layer.load(llm_spec, recorder=recorder, **dict(llm_options or {}))
     else:

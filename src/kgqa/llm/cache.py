@@ -1,0 +1,165 @@
+"""A persistent request cache in SQLite, keyed by model identity + messages + parameters.
+
+WAL journal and a busy timeout make it safe with several writer processes (parallel runs sharing one cache); each thread
+and each process opens its own connection. By default only deterministic calls (temperature 0) are cached; a call can
+force it either way with ``cache=True/False``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kgqa.errors import ConfigError
+from kgqa.llm.base import Completion, Usage, normalize_params, validate_messages
+from kgqa.llm.settings import cache_dir
+
+CACHE_FILE = "llm-cache.sqlite3"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    json TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def request_key(model_identity: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+    """A stable digest of what determines a reply (accounting labels such as ``step`` excluded)."""
+    sent = {k: v for k, v in params.items() if k not in {"step", "cache"} and v is not None}
+    blob = json.dumps({"model": model_identity, "messages": messages, "params": sent}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class SQLiteCache:
+    """The cache file itself: ``get`` / ``put`` by key. Safe across threads and processes."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        if path is None:
+            file = cache_dir() / CACHE_FILE
+        else:
+            file = Path(path).expanduser()
+            if file.is_dir() or not file.suffix:  # a folder (existing, or a path without an extension)
+                file = file / CACHE_FILE
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"LLM cache location {file.parent} cannot be created: {exc}") from None
+        self.path = file
+        self._local = threading.local()
+        self._connect()  # fail early, with a clear error, if the file is unusable
+
+    def _connect(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=True)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"LLM cache {self.path} cannot be opened as SQLite: {exc}") from None
+        self._local.conn = conn
+        self._local.pid = os.getpid()  # a connection must not cross a fork
+        return conn
+
+    def get(self, key: str) -> tuple[str, Any | None, Usage, str] | None:
+        row = self._connect().execute(
+            "SELECT text, json, prompt_tokens, completion_tokens, model FROM completions WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        text, raw_json, prompt, completion, model = row
+        return text, (json.loads(raw_json) if raw_json is not None else None), Usage(prompt, completion), model
+
+    def put(self, key: str, completion: Completion) -> None:
+        raw_json = json.dumps(completion.json) if completion.json is not None else None
+        self._connect().execute(
+            "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, completion.model, completion.text, raw_json, completion.usage.prompt_tokens,
+             completion.usage.completion_tokens, time.time()),
+        )
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+
+    def clear(self) -> None:
+        self._connect().execute("DELETE FROM completions")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class CachedModel:
+    """Wraps a chat model with a :class:`SQLiteCache`. ``deterministic_only`` caches temperature-0 calls only."""
+
+    def __init__(self, inner: Any, cache: SQLiteCache, *, deterministic_only: bool = True) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.deterministic_only = deterministic_only
+        self.name: str = inner.name
+        identity = getattr(inner, "cache_identity", None)
+        self._identity: str = identity() if callable(identity) else inner.name
+
+    def _key(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str | None:
+        clean = normalize_params(params)
+        wanted = clean.pop("cache", None)
+        if wanted is None:
+            wanted = not self.deterministic_only or clean["temperature"] == 0.0
+        if not wanted:
+            return None
+        return request_key(self._identity, validate_messages(messages), clean)
+
+    def _hit(self, key: str, started: float) -> Completion | None:
+        found = self.cache.get(key)
+        if found is None:
+            return None
+        text, parsed, usage, model = found
+        return Completion(text=text, usage=usage, json=parsed, model=model or self.name, cached=True,
+                          latency_s=time.perf_counter() - started)
+
+    def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+        started = time.perf_counter()
+        key = self._key(messages, params)
+        if key is not None:
+            hit = self._hit(key, started)
+            if hit is not None:
+                return hit
+        completion = self.inner.chat(messages, **params)
+        if key is not None:
+            self.cache.put(key, completion)
+        return completion
+
+    async def achat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+        started = time.perf_counter()
+        key = self._key(messages, params)
+        if key is not None:
+            hit = self._hit(key, started)  # a primary-key lookup: quick enough for the event loop
+            if hit is not None:
+                return hit
+        completion = await self.inner.achat(messages, **params)
+        if key is not None:
+            self.cache.put(key, completion)
+        return completion
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self.inner, item)
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self.inner!r}, {str(self.cache.path)!r})"

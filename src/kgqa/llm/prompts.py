@@ -1,0 +1,165 @@
+"""Prompt files and the one renderer every method uses.
+
+A method keeps its prompts in ``prompts.toml`` beside its ``__init__.py``::
+
+    [prune]
+    system = "You rank knowledge-graph relations."
+    user = "Question: {question}\\nRelations:\\n{relations}"
+
+Fields are ``{name}`` placeholders only (``{{`` and ``}}`` are literal braces). Anything else inside braces, such as
+attribute access, indexing or format specs, is rejected when the file is loaded, so templates cannot run code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgqa.errors import ConfigError, KGQAError
+
+PROMPT_FILE = "prompts.toml"
+ROLE_KEYS = ("system", "user")
+_TOKEN_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class PromptError(KGQAError):
+    """A prompt file or a rendering request is wrong (bad placeholder, missing variable, unknown prompt)."""
+
+
+@dataclass(frozen=True)
+class _Piece:
+    literal: str | None = None
+    field: str | None = None
+
+
+def _compile(template: str, where: str) -> tuple[tuple[_Piece, ...], frozenset[str]]:
+    pieces: list[_Piece] = []
+    fields: set[str] = set()
+    pos = 0
+    for match in _TOKEN_RE.finditer(template):
+        if match.start() > pos:
+            pieces.append(_Piece(literal=template[pos:match.start()]))
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            pieces.append(_Piece(literal=token[0]))
+        elif token in ("{", "}"):
+            raise PromptError(f"{where}: unbalanced {token!r} at offset {match.start()} (write {token * 2} for a "
+                              "literal brace)")
+        else:
+            name = match.group(1).strip()
+            if not _NAME_RE.match(name):
+                raise PromptError(f"{where}: placeholder {token!r} is not a plain name; only {{name}} fields are "
+                                  "allowed (no attributes, indexes, conversions or format specs)")
+            pieces.append(_Piece(field=name))
+            fields.add(name)
+        pos = match.end()
+    if pos < len(template):
+        pieces.append(_Piece(literal=template[pos:]))
+    return tuple(pieces), frozenset(fields)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """One named prompt: compiled system and user templates."""
+
+    name: str
+    parts: Mapping[str, tuple[tuple[_Piece, ...], frozenset[str]]]
+    source: str
+
+    @property
+    def fields(self) -> frozenset[str]:
+        out: set[str] = set()
+        for _, names in self.parts.values():
+            out |= names
+        return frozenset(out)
+
+    def render(self, variables: Mapping[str, Any]) -> list[dict[str, str]]:
+        missing = sorted(self.fields - set(variables))
+        if missing:
+            raise PromptError(f"prompt {self.name!r} ({self.source}) needs {missing}; given {sorted(variables)}")
+        messages = []
+        for role in ROLE_KEYS:
+            if role in self.parts:
+                pieces, _ = self.parts[role]
+                text = "".join(p.literal if p.literal is not None else str(variables[p.field])  # type: ignore[index]
+                               for p in pieces)
+                messages.append({"role": role, "content": text})
+        return messages
+
+
+class PromptBook:
+    """All prompts of one file. ``book.messages(name, **vars)`` renders chat messages."""
+
+    def __init__(self, data: Mapping[str, Any], *, source: str = "<string>") -> None:
+        self.source = source
+        self._templates: dict[str, PromptTemplate] = {}
+        for name, section in data.items():
+            where = f"{source} [{name}]"
+            if not isinstance(section, Mapping):
+                raise PromptError(f"{where}: a prompt must be a table with 'system' and/or 'user' strings")
+            unknown = set(section) - set(ROLE_KEYS)
+            if unknown:
+                raise PromptError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {list(ROLE_KEYS)}")
+            if "user" not in section:
+                raise PromptError(f"{where}: a prompt needs a 'user' template")
+            parts = {}
+            for role in ROLE_KEYS:
+                if role in section:
+                    if not isinstance(section[role], str):
+                        raise PromptError(f"{where}: '{role}' must be a string")
+                    parts[role] = _compile(section[role], f"{where}.{role}")
+            self._templates[name] = PromptTemplate(name, parts, source)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PromptBook:
+        file = Path(path)
+        if not file.is_file():
+            raise PromptError(f"prompt file {file} does not exist")
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise PromptError(f"prompt file {file} is not valid TOML: {exc}") from None
+        return cls(data, source=str(file))
+
+    @classmethod
+    def from_string(cls, text: str, *, source: str = "<string>") -> PromptBook:
+        try:
+            return cls(tomllib.loads(text), source=source)
+        except tomllib.TOMLDecodeError as exc:
+            raise PromptError(f"prompts from {source} are not valid TOML: {exc}") from None
+
+    @classmethod
+    def for_package(cls, package: str) -> PromptBook:
+        """The ``prompts.toml`` beside ``package``'s ``__init__.py``."""
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f"cannot find the package {package!r} to load its {PROMPT_FILE}")
+        return cls.from_file(Path(next(iter(spec.submodule_search_locations))) / PROMPT_FILE)
+
+    def names(self) -> list[str]:
+        return sorted(self._templates)
+
+    def template(self, name: str) -> PromptTemplate:
+        try:
+            return self._templates[name]
+        except KeyError:
+            raise PromptError(f"no prompt named {name!r} in {self.source}; available: {self.names()}") from None
+
+    def fields(self, name: str) -> frozenset[str]:
+        return self.template(name).fields
+
+    def messages(self, name: str, /, **variables: Any) -> list[dict[str, str]]:
+        """Render prompt ``name`` with ``variables`` into chat messages (system first when present)."""
+        return self.template(name).render(variables)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._templates

@@ -1,0 +1,122 @@
+"""Structured output: ask for JSON against a pydantic model, validate, re-ask once with the error. Never ``eval``.
+
+Backends with a JSON mode or grammar get the schema as ``schema=`` (OpenAI ``response_format``, llama.cpp grammar); any
+reply is also searched for JSON in free text (fenced blocks, the first balanced object or array), so models without a
+JSON mode work too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kgqa.llm.base import LLMError
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+_DECODER = json.JSONDecoder()
+
+
+class StructuredOutputError(LLMError):
+    """The model's reply was not valid JSON for the schema, even after one re-ask."""
+
+    def __init__(self, message: str, *, text: str = "", retries: int = 0) -> None:
+        super().__init__(message, retries=retries)
+        self.text = text
+
+
+def _loads(candidate: str) -> Any:
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        # the one repair worth making: trailing commas, which small models emit often
+        return json.loads(_TRAILING_COMMA_RE.sub(r"\1", candidate))
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in ``text``: the whole text, else a fenced block, else the first decodable ``{...}``/``[...]``."""
+    if not isinstance(text, str):
+        raise StructuredOutputError(f"expected text to extract JSON from, got {type(text).__name__}")
+    stripped = text.strip()
+    try:
+        return _loads(stripped)
+    except ValueError:
+        pass
+    for block in _FENCE_RE.findall(text):
+        try:
+            return _loads(block.strip())
+        except ValueError:
+            continue
+    for start, char in enumerate(text):
+        if char not in "{[":
+            continue
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+            return value
+        except ValueError:
+            end = text.rfind("}" if char == "{" else "]")
+            if end > start:  # allow a trailing-comma repair of the outermost span
+                try:
+                    return _loads(text[start:end + 1])
+                except ValueError:
+                    pass
+    raise StructuredOutputError(f"no JSON value found in the reply: {text[:200]!r}", text=text)
+
+
+def _validate(schema: type[M], value: Any) -> M:
+    return schema.model_validate(value)
+
+
+def _attempt(schema: type[M], completion_text: str, parsed: Any | None) -> tuple[M | None, str]:
+    """(model, "") on success, else (None, the error to show the model)."""
+    try:
+        value = parsed if parsed is not None else extract_json(completion_text)
+    except StructuredOutputError as exc:
+        return None, str(exc)
+    try:
+        return _validate(schema, value), ""
+    except ValidationError as exc:
+        return None, "the JSON does not match the schema: " + "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors())
+
+
+@functools.lru_cache(maxsize=256)
+def schema_instruction(schema: type[BaseModel]) -> str:
+    """The line appended to the system prompt so that models without a JSON mode know the shape expected."""
+    return ("Reply with one JSON value and nothing else. It must match this JSON schema:\n"
+            + json.dumps(schema.model_json_schema(), separators=(",", ":")))
+
+
+def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, step: str, instruct: bool = True,
+             **params: Any) -> M:
+    """Ask ``model`` for a reply that validates as ``schema``; re-ask once with the validation error.
+
+    ``instruct`` appends the schema to the system message (or adds one). Raises :class:`StructuredOutputError`.
+    """
+    msgs = [dict(m) for m in messages]
+    if instruct:
+        hint = schema_instruction(schema)
+        if msgs and msgs[0].get("role") == "system":
+            msgs[0]["content"] = f"{msgs[0]['content']}\n\n{hint}"
+        else:
+            msgs.insert(0, {"role": "system", "content": hint})
+    first = model.chat(msgs, schema=schema, step=step, **params)
+    result, error = _attempt(schema, first.text, first.json)
+    if result is not None:
+        return result
+    retry_msgs = [*msgs, {"role": "assistant", "content": first.text},
+                  {"role": "user", "content": f"That reply was not valid: {error}\n"
+                                              "Answer again with only the corrected JSON."}]
+    second = model.chat(retry_msgs, schema=schema, step=step, **params)
+    result, error2 = _attempt(schema, second.text, second.json)
+    if result is not None:
+        return result
+    raise StructuredOutputError(
+        f"{getattr(model, 'name', 'model')} gave no valid {schema.__name__} for step {step!r} after one re-ask: "
+        f"{error2} (reply: {second.text[:200]!r})", text=second.text, retries=1)

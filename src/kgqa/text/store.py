@@ -1,0 +1,140 @@
+"""Persistent embeddings: each distinct text is embedded once per embedder and kept in SQLite under the cache dir.
+
+Used for a KG's relation names and entity labels, which every question of a run (and every later run) scores again.
+Safe with several processes (WAL, busy timeout), like the LLM cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgqa.errors import ConfigError
+from kgqa.llm.settings import cache_dir
+from kgqa.normalize import normalize_label
+from kgqa.text.base import Embedder, check_texts
+
+_CHUNK = 500  # SQLite's bound-parameter limit is well above this
+_SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def relation_text(relation: str) -> str:
+    """Readable words of a relation id: ``people.person.place_of_birth`` -> ``person place of birth``.
+
+    Namespaces (``http://.../``, ``ns:``) are dropped and, for dotted Freebase-style ids, only the last two segments kept.
+    """
+    local = re.split(r"[/#]", relation)[-1]
+    if ":" in local:
+        local = local.rsplit(":", 1)[-1]
+    segments = [s for s in local.split(".") if s]
+    return normalize_label(" ".join(segments[-2:]) if len(segments) > 2 else " ".join(segments)) or relation
+
+
+class EmbeddingStore:
+    """``store.embed(texts)``: cached rows where present, the embedder for the rest (then stored)."""
+
+    def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None) -> None:
+        self.embedder = embedder
+        file_name = f"{_SAFE_RE.sub('_', embedder.name)}-{embedder.dim}.sqlite3"
+        if path is None:
+            file = cache_dir() / "embeddings" / file_name
+        else:
+            file = Path(path).expanduser()
+            if file.is_dir() or not file.suffix:
+                file = file / file_name
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"embedding store location {file.parent} cannot be created: {exc}") from None
+        self.path = file
+        self._local = threading.local()
+        self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("CREATE TABLE IF NOT EXISTS vectors (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"embedding store {self.path} cannot be opened as SQLite: {exc}") from None
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def _fetch(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        conn = self._connect()
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(texts))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for text, blob in conn.execute(f"SELECT text, vec FROM vectors WHERE text IN ({marks})", chunk):
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == self.embedder.dim:
+                    found[text] = vec
+        return found
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = check_texts(texts)
+        found = self._fetch(items)
+        missing = [t for t in dict.fromkeys(items) if t not in found]
+        if missing:
+            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            rows = [(t, vectors[i].tobytes()) for i, t in enumerate(missing)]
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            found.update({t: vectors[i] for i, t in enumerate(missing)})
+        out = np.zeros((len(items), self.embedder.dim), dtype=np.float32)
+        for i, text in enumerate(items):
+            out[i] = found[text]
+        return out
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def embed_relations(kg: Any, store: EmbeddingStore) -> tuple[list[str], np.ndarray]:
+    """All relations of ``kg`` (its ``vocabulary()``) and their embeddings (of :func:`relation_text`), persisted."""
+    relations = list(kg.vocabulary())
+    return relations, store.embed([relation_text(r) for r in relations])
+
+
+def embed_labels(pairs: Iterable[tuple[str, str]], store: EmbeddingStore, *,
+                 batch: int = 4096) -> tuple[list[str], np.ndarray]:
+    """Entity ids and embeddings of their labels, from ``(entity, label)`` pairs such as ``kg.iter_names()``."""
+    ids: list[str] = []
+    blocks: list[np.ndarray] = []
+    pending: list[tuple[str, str]] = []
+    for pair in pairs:
+        pending.append(pair)
+        if len(pending) >= batch:
+            ids.extend(p[0] for p in pending)
+            blocks.append(store.embed([p[1] for p in pending]))
+            pending = []
+    if pending:
+        ids.extend(p[0] for p in pending)
+        blocks.append(store.embed([p[1] for p in pending]))
+    matrix = np.vstack(blocks) if blocks else np.zeros((0, store.embedder.dim), dtype=np.float32)
+    return ids, matrix

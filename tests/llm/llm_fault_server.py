@@ -1,0 +1,156 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 that injects faults on request, for the tests.
+
+Faults are queued and consumed one per request, in arrival order: ``"429"`` (with ``Retry-After``), ``"500"``,
+``"503"``, ``"400"``, ``"stall"`` (sleeps past the client's timeout), ``"truncate"`` (announces more bytes than it sends),
+``"malformed"`` (200 with a body that is not JSON), ``"empty_choices"``. With the queue empty it answers normally.
+The server counts the tokens it billed in successful replies, so the tests compare them with the client's accounting.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    if body.get("response_format"):
+        return json.dumps({"answer": last[:40], "confidence": 0.5})
+    return f"echo: {last}"
+
+
+@dataclass
+class ServerState:
+    faults: deque[str] = field(default_factory=deque)
+    retry_after: str = "1"
+    stall_s: float = 3.0
+    ok_delay_s: float = 0.0
+    responder: Callable[[dict[str, Any]], str] = default_responder
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    arrivals: list[tuple[float, str]] = field(default_factory=list)
+    ok_replies: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        return
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
+              length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload) if length is None else length))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if not self.path.endswith("/chat/completions"):
+            self._send(404, b'{"error": {"message": "not found"}}')
+            return
+        body = json.loads(raw)
+        with state.lock:
+            fault = state.faults.popleft() if state.faults else "ok"
+            state.requests.append(body)
+            state.arrivals.append((time.monotonic(), fault))
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            self._respond(state, body, fault)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+
+    def _respond(self, state: ServerState, body: dict[str, Any], fault: str) -> None:
+        error = json.dumps({"error": {"message": f"injected {fault}", "type": "test"}}).encode()
+        if fault == "429":
+            self._send(429, error, {"Retry-After": state.retry_after})
+        elif fault in {"500", "503", "400", "401"}:
+            self._send(int(fault), error)
+        elif fault == "stall":
+            time.sleep(state.stall_s)
+            self._send(500, error)
+        elif fault == "truncate":
+            self._send(200, b'{"id": "x", "choices": [{"ind', length=400)
+            self.close_connection = True
+        elif fault == "malformed":
+            self._send(200, b"{this is not json")
+        elif fault == "empty_choices":
+            self._send(200, json.dumps({"id": "x", "object": "chat.completion", "created": 0,
+                                        "model": body["model"], "choices": []}).encode())
+        else:
+            if state.ok_delay_s:
+                time.sleep(state.ok_delay_s)
+            text = state.responder(body)
+            prompt = sum(_words(m["content"]) for m in body["messages"])
+            completion = _words(text)
+            payload = {
+                "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
+            }
+            with state.lock:
+                state.ok_replies += 1
+                state.prompt_tokens += prompt
+                state.completion_tokens += completion
+            self._send(200, json.dumps(payload).encode())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, state: ServerState) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+
+class FaultServer:
+    """Context manager: a running server; ``url`` is the OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+
+    def __init__(self, **state: Any) -> None:
+        self.state = ServerState(**state)
+        self._server = _Server(self.state)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def inject(self, *faults: str) -> None:
+        with self.state.lock:
+            self.state.faults.extend(faults)
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
