@@ -144,6 +144,10 @@ def parse_literal(node: str) -> LiteralParts:
 
 def literal_value(node: str) -> str:
     """The lexical value of a literal id (for display and for matching answers)."""
+    if "\\" not in node and node.startswith('"'):  # no escapes: the value is what lies between the quotes
+        end = node.rfind('"')
+        if end > 0:
+            return node[1:end]
     return parse_literal(node).value
 
 

@@ -40,13 +40,14 @@ class FuzzyLabelIndex:
         return builder.build()
 
     @classmethod
-    def build(cls, directory: Path, labels: Iterable[tuple[int, str]]) -> None:
-        """Index ``(node, name)`` pairs into ``directory``."""
+    def build(cls, directory: Path, labels: Iterable[tuple[int, str]], *, normalized: bool = False) -> None:
+        """Index ``(node, name)`` pairs into ``directory`` (``normalized``: names are already normalize_label keys)."""
         directory.mkdir(parents=True, exist_ok=True)
         index = tantivy.Index(cls._schema_def(), path=str(directory), reuse=False)
         writer = index.writer(heap_size=128_000_000, num_threads=1)
+        add, document = writer.add_document, tantivy.Document
         for node, name in labels:
-            writer.add_document(tantivy.Document(name=normalize_label(name), node=node))
+            add(document(name=name if normalized else normalize_label(name), node=node))
         writer.commit()
         writer.wait_merging_threads()
 
