@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,14 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     return config.data_dir(data_dir if data_dir not in (None, "") else None)
 
 
+def dataset_root(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the files of dataset ``name`` live: inside kgqa for a packaged dataset (``demo``), else the data dir."""
+    info = dataset_info(name)
+    if info.options.get("packaged"):
+        return Path(str(resources.files(info.options["packaged"])))
+    return resolve_data_dir(data_dir)
+
+
 def load_dataset(name: str, split: str = "test", data_dir: str | os.PathLike[str] | None = None,
                  limit: int | None = None) -> list[Question]:
     """Load the questions of ``name`` / ``split`` (the first ``limit`` of them, in file order)."""
@@ -111,7 +120,7 @@ def load_dataset(name: str, split: str = "test", data_dir: str | os.PathLike[str
         raise ConfigError(f"dataset {info.name!r} has no split {split!r}; its splits: {', '.join(info.splits)}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"limit must be a non-negative integer, got {limit!r}")
-    root = resolve_data_dir(data_dir)
+    root = dataset_root(info.name, data_dir)
     assert info.loader is not None
     with _gc_paused():
         questions = info.loader(info, root, split, limit)
@@ -638,3 +647,31 @@ register_dataset(DatasetInfo(
     sizes={"test": 1_000},
     loader=_load_simplequestions,
 ))
+
+
+def _load_demo(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
+    path = root / info.files[split][0]
+    questions: list[Question] = []
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                questions.append(Question(
+                    id=raw["id"], text=raw["question"],
+                    topic_entities=[TopicEntity(**t) for t in raw["topic_entities"]],
+                    answers=[GoldAnswer(id=a.get("id"), name=a["name"]) for a in raw["answers"]],
+                    metadata={"dataset": "demo", "split": split, "hops": raw.get("hops"), "qtype": raw.get("type"),
+                              "chain": raw.get("chain"), "constraint": raw.get("constraint")}))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"{path}:{number}: not a demo question ({exc})") from None
+            if limit is not None and len(questions) >= limit:
+                break
+    return questions
+
+
+register_dataset(DatasetInfo(
+    name="demo", description="The demo questions shipped with kgqa, over the demo KG (`--kg demo`); no data directory.",
+    kg="demo", files={"test": ("questions.jsonl",)}, source="written for kgqa (src/kgqa/data/demo, CC0)",
+    sizes={"test": 61}, loader=_load_demo, options={"packaged": "kgqa.data.demo"}))
