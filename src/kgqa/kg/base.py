@@ -107,6 +107,7 @@ def format_chain(chain: Chain) -> str:
 
 _LITERAL_RE = re.compile(r'^"(?P<lex>(?:[^"\\]|\\.)*)"(?:@(?P<lang>[A-Za-z]+(?:-[A-Za-z0-9]+)*)|\^\^<(?P<dt>[^<>"\s]+)>)?$',
                          re.DOTALL)
+_SUFFIX_RE = re.compile(r'(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^<[^<>"\s]+>)$')
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNESCAPES = {"\\": "\\", '"': '"', "n": "\n", "r": "\r", "t": "\t", "'": "'", "b": "\b", "f": "\f"}
 
@@ -145,10 +146,10 @@ def parse_literal(node: str) -> LiteralParts:
 def literal_value(node: str) -> str:
     """The lexical value of a literal id (for display and for matching answers)."""
     if "\\" not in node and node.startswith('"'):  # no escapes: the value is what lies between the quotes
-        end = node.rfind('"')
-        if end > 0:
+        end = node.find('"', 1)
+        if end > 0 and (end == len(node) - 1 or _SUFFIX_RE.match(node, end + 1)):
             return node[1:end]
-    return parse_literal(node).value
+    return parse_literal(node).value  # validates, and raises on anything malformed
 
 
 # ---------------------------------------------------------------------------------------------------------------------

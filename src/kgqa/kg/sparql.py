@@ -192,6 +192,10 @@ class SparqlKG:
         self._server_header: str | None = None
         self._name_iris = [check_iri(p) for p in self._schema.name_predicates]
         self._name_values = " ".join(f"<{p}>" for p in self._name_iris)
+        # One name predicate is written as a constant: Oxigraph plans ``VALUES ?p {...} ?e ?p ?n`` as a scan of every
+        # name (a names batch took 3 s at 1M triples, 9 ms with the constant).
+        self._name_triple = (f"?e <{self._name_iris[0]}> ?n . BIND(<{self._name_iris[0]}> AS ?p)"
+                             if len(self._name_iris) == 1 else f"{self._name_triple}")
         self._lock = threading.Lock()
         self._vocab: list[str] | None = None
         self._vocab_iris: frozenset[str] | None = None
@@ -632,7 +636,7 @@ class SparqlKG:
         lang = self._schema.language
         terms = " ".join(f"{sparql_string(v)} {sparql_string(v)}@{lang}" for v in variants)
         query = self._outer(f"{{ SELECT DISTINCT ?e ?n WHERE {{ VALUES ?n {{ {terms} }} "
-                            f"VALUES ?p {{ {self._name_values} }} ?e ?p ?n . FILTER(!isLiteral(?e)) }} }}",
+                            f"{self._name_triple} FILTER(!isLiteral(?e)) }} }}",
                             "?e ?n", max(limit, 100))
         rows, _ = self._select(query)
         exact: dict[str, EntityMatch] = {}
@@ -695,7 +699,7 @@ class SparqlKG:
         return list(dict.fromkeys(found))
 
     def _candidate_rows(self, condition: str) -> list[tuple[str, str]]:
-        query = (f"SELECT ?e ?n WHERE {{ VALUES ?p {{ {self._name_values} }} ?e ?p ?n . {self._lang_filter('?n')} "
+        query = (f"SELECT ?e ?n WHERE {{ {self._name_triple} {self._lang_filter('?n')} "
                  f"FILTER(!isLiteral(?e)) {condition} }} LIMIT {self.search_scan_limit}")
         rows, _ = self._select(query, strict=False)
         return [(self._node_id(r["e"]), r["n"]["value"]) for r in rows if "e" in r and "n" in r]
