@@ -72,9 +72,14 @@ def get_with_origin(key: str, flag_value: Any = None) -> tuple[Any, str]:
     return DEFAULTS.get(key), "the default"
 
 
-def cache_dir() -> Path:
-    path = Path(str(get("cache_dir"))).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+def cache_dir(flag_value: str | os.PathLike[str] | None = None) -> Path:
+    """The cache directory (LLM cache, demo KG, embeddings, joined model files), created if missing."""
+    value, origin = get_with_origin("cache_dir", str(flag_value) if flag_value is not None else None)
+    path = Path(str(value)).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cache directory {path} (from {origin}) cannot be created: {exc}") from None
     return path
 
 

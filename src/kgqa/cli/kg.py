@@ -19,10 +19,6 @@ def _echo_json(payload: Any) -> None:
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
-def _open(spec: str, schema: str | None) -> KnowledgeGraph:
-    return open_kg(spec, schema=schema)
-
-
 def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
     """An entity id as given, or the entity whose name is exactly ``text``; a clear error otherwise."""
     if kg.has_entity(text):  # type: ignore[attr-defined]
@@ -100,7 +96,7 @@ def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, 
 @json_option
 def kg_info(kg_spec: str, schema: str | None, as_json: bool) -> None:
     """Statistics and relation vocabulary of KG."""
-    kg = _open(kg_spec, schema)
+    kg = open_kg(kg_spec, schema=schema)
     stats = kg.stats()
     vocab = kg.vocabulary()
     payload = {"backend": stats.backend, "schema": stats.schema, "triples": stats.triples, "entities": stats.entities,
@@ -124,7 +120,7 @@ def kg_info(kg_spec: str, schema: str | None, as_json: bool) -> None:
 @json_option
 def kg_relations(kg_spec: str, entity: str, direction: str, schema: str | None, as_json: bool) -> None:
     """Relations incident to ENTITY (an id or an exact name), noise relations filtered."""
-    kg = _open(kg_spec, schema)
+    kg = open_kg(kg_spec, schema=schema)
     entity_id = resolve_entity(kg, entity)
     directions = [Direction.OUT, Direction.IN] if direction == "both" else [Direction.parse(direction)]
     result = {d.value: kg.relations(entity_id, d) for d in directions}
@@ -149,7 +145,7 @@ def kg_relations(kg_spec: str, entity: str, direction: str, schema: str | None, 
 def kg_chain(kg_spec: str, sources: tuple[str, ...], path: str, limit: int, with_paths: bool, schema: str | None,
              as_json: bool) -> None:
     """Follow a relation chain from the topic entities; intermediate entities are variables."""
-    kg = _open(kg_spec, schema)
+    kg = open_kg(kg_spec, schema=schema)
     topics = [resolve_entity(kg, s) for s in sources]
     chain = parse_chain(path)
     check_chain(kg, chain)
@@ -177,7 +173,7 @@ def kg_chain(kg_spec: str, sources: tuple[str, ...], path: str, limit: int, with
 @json_option
 def kg_search(kg_spec: str, label: str, exact: bool, limit: int, schema: str | None, as_json: bool) -> None:
     """Entities whose name is LABEL or close to it (fuzzy unless --exact)."""
-    kg = _open(kg_spec, schema)
+    kg = open_kg(kg_spec, schema=schema)
     matches = kg.search(label, fuzzy=not exact, limit=limit)
     if as_json:
         _echo_json({"query": label, "matches": [{"id": m.id, "name": m.name, "score": round(m.score, 4)}

@@ -650,22 +650,21 @@ register_dataset(DatasetInfo(
 
 
 def _load_demo(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = root / info.files[split][0]
+    path = _require(info, root, info.files[split][0])
     questions: list[Question] = []
     with path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
+            with _record(path, number):
                 raw = json.loads(line)
-                questions.append(Question(
-                    id=raw["id"], text=raw["question"],
-                    topic_entities=[TopicEntity(**t) for t in raw["topic_entities"]],
-                    answers=[GoldAnswer(id=a.get("id"), name=a["name"]) for a in raw["answers"]],
-                    metadata={"dataset": "demo", "split": split, "hops": raw.get("hops"), "qtype": raw.get("type"),
-                              "chain": raw.get("chain"), "constraint": raw.get("constraint")}))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(f"{path}:{number}: not a demo question ({exc})") from None
+                golds = _Golds()
+                for answer in raw["answers"]:
+                    golds.add(answer.get("id"), _text(answer["name"], "answers[].name"))
+                questions.append(_question(
+                    raw["id"], _text(raw["question"], "question"), [TopicEntity(**t) for t in raw["topic_entities"]],
+                    golds.items, {"dataset": info.name, "split": split, "hops": raw.get("hops"), "qtype": raw.get("type"),
+                                  "chain": raw.get("chain"), "constraint": raw.get("constraint")}))
             if limit is not None and len(questions) >= limit:
                 break
     return questions

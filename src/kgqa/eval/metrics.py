@@ -39,7 +39,7 @@ from typing import Any
 from kgqa.errors import DataError, KGError
 from kgqa.kg.base import literal_value
 from kgqa.methods.base import GROUNDING_WEIGHTS, AnswerItem, GoldAnswer, Grounding, Prediction, Question
-from kgqa.normalize import normalize_answer, normalize_label
+from kgqa.normalize import normalize_answer
 
 __all__ = [
     "DEFAULT_BREAKDOWN_KEYS",
@@ -68,8 +68,7 @@ _ID_PREFIXES = ("http://rdf.freebase.com/ns/", "https://rdf.freebase.com/ns/", "
 
 @lru_cache(maxsize=1 << 16)
 def _norm(text: str) -> str:
-    # An answer that is only an article ("A", a grade; "The", a band) would normalise to nothing: keep its label.
-    return normalize_answer(text) or normalize_label(text)
+    return normalize_answer(text)  # an article-only answer ("The", a band) keeps its label there
 
 
 @lru_cache(maxsize=1 << 16)

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgqa import __version__, config
 from kgqa.errors import ConfigError, DataError, KGQAError
+from kgqa.eval.datasets import dataset_root, load_dataset
 from kgqa.eval.metrics import QuestionScore, score_prediction, summarize
 from kgqa.llm.accounting import RecordedModel, Recorder
 from kgqa.methods.base import Method, MethodContext, Prediction, Question, get_method
@@ -429,16 +430,8 @@ def _coerce(text: str) -> Any:
     return text
 
 
-def _dataset_root(dataset: str, data_dir: str | os.PathLike[str] | None) -> Path:
-    from kgqa.eval.datasets import dataset_root
-
-    return dataset_root(dataset, data_dir)
-
-
 def _select(dataset: str, split: str, data_dir: str | os.PathLike[str] | None, limit: int | None, seed: int,
             shuffle: bool) -> list[Question]:
-    from kgqa.eval.datasets import dataset_root, load_dataset
-
     root = dataset_root(dataset, data_dir)
     if not shuffle:
         return load_dataset(dataset, split, data_dir=root, limit=limit)
@@ -688,7 +681,7 @@ def run_eval(
     run_config: dict[str, Any] = {
         "dataset": dataset, "split": split, "method": method_name, "method_config": method_config,
         "llm": llm_spec, "kg": kg_spec, "embedder": None, "seed": seed, "shuffle": shuffle, "limit": limit,
-        "workers": workers, "data_dir": None if questions is not None else str(_dataset_root(dataset, data_dir)),
+        "workers": workers, "data_dir": None if questions is not None else str(dataset_root(dataset, data_dir)),
         "questions": len(selected), "kgqa_version": __version__, "python": sys.version.split()[0],
         "started_at": datetime.fromtimestamp(started_wall, UTC).isoformat(timespec="seconds"),
         "argv": list(sys.argv),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -16,12 +15,6 @@ DEMO_PACKAGE = "kgqa.data.demo"
 def demo_files() -> dict[str, Path]:
     root = Path(str(resources.files(DEMO_PACKAGE)))
     return {"triples": root / "triples.tsv", "names": root / "names.tsv", "questions": root / "questions.jsonl"}
-
-
-def demo_questions() -> list[dict]:
-    """The demo questions as plain dicts (see src/kgqa/data/demo/README.md for the fields)."""
-    with demo_files()["questions"].open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def build_demo_kg(out_dir: Path) -> EmbeddedKG:

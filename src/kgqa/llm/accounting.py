@@ -171,37 +171,31 @@ class RecordedModel:
         self.recorder = recorder
         self.name: str = inner.name
 
-    def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
-        step = params.get("step")
+    @contextmanager
+    def _recorded(self, step: str | None) -> Iterator[list[Completion]]:
+        """Time one call and record it, success or failure; the caller appends the completion it got."""
         started_at = time.time()
         t0 = time.perf_counter()
+        got: list[Completion] = []
         try:
-            completion = self.inner.chat(messages, **params)
+            yield got
         except ConfigError:
             raise  # a malformed request never reached the model: not a call
         except Exception as exc:
             self.recorder.record(self.name, None, step=step, latency_s=time.perf_counter() - t0,
                                  started_at=started_at, error=exc)
             raise
-        self.recorder.record(self.name, completion, step=step, latency_s=time.perf_counter() - t0,
-                             started_at=started_at)
-        return completion
+        self.recorder.record(self.name, got[0], step=step, latency_s=time.perf_counter() - t0, started_at=started_at)
+
+    def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+        with self._recorded(params.get("step")) as got:
+            got.append(self.inner.chat(messages, **params))
+        return got[0]
 
     async def achat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
-        step = params.get("step")
-        started_at = time.time()
-        t0 = time.perf_counter()
-        try:
-            completion = await self.inner.achat(messages, **params)
-        except ConfigError:
-            raise  # a malformed request never reached the model: not a call
-        except Exception as exc:
-            self.recorder.record(self.name, None, step=step, latency_s=time.perf_counter() - t0,
-                                 started_at=started_at, error=exc)
-            raise
-        self.recorder.record(self.name, completion, step=step, latency_s=time.perf_counter() - t0,
-                             started_at=started_at)
-        return completion
+        with self._recorded(params.get("step")) as got:
+            got.append(await self.inner.achat(messages, **params))
+        return got[0]
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)

@@ -65,14 +65,8 @@ def in_ci() -> bool:
 
 
 def cache_dir(flag: str | os.PathLike[str] | None = None) -> Path:
-    """The kgqa cache directory (``KGQA_CACHE_DIR``, default ``~/.cache/kgqa``); created if missing."""
-    value = setting("cache_dir", str(flag) if flag is not None else None, default="~/.cache/kgqa")
-    path = Path(str(value)).expanduser()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cache directory {path} cannot be created: {exc}") from None
-    return path
+    """The kgqa cache directory (:func:`kgqa.config.cache_dir`)."""
+    return config.cache_dir(flag)
 
 
 def default_threads(flag: int | None = None, *, key: str = "llm_threads") -> int:

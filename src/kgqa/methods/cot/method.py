@@ -18,43 +18,17 @@ answer, not a failed question); the trace keeps the reason. Backend errors propa
 
 from __future__ import annotations
 
-from kgqa.errors import ConfigError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import StructuredOutputError
-from kgqa.methods.base import AnswerItem, Grounding, MethodContext, Prediction, Question, register_method
-from kgqa.steps.generate import generate_answers
-
-PROMPTS = PromptBook.for_package("kgqa.methods.cot")
+from kgqa.methods.base import register_method
+from kgqa.steps.generate import ParametricPrompting
 
 
-class CoTPrompting:
+class CoTPrompting(ParametricPrompting):
     """See the module docstring. Config: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
 
     name = "cot"
-    needs_kg = False
-
-    def __init__(self, *, few_shot: bool = True, max_answers: int | None = None) -> None:
-        if max_answers is not None and (isinstance(max_answers, bool) or not isinstance(max_answers, int)
-                                        or max_answers < 1):
-            raise ConfigError(f"cot: max_answers must be a positive integer, got {max_answers!r}")
-        self.few_shot = bool(few_shot)
-        self.max_answers = max_answers
-        self.prompt = "answer" if self.few_shot else "answer_zero_shot"
-
-    def answer(self, question: Question, ctx: MethodContext) -> Prediction:
-        event = ctx.trace.add("cot.generate", prompt=self.prompt)
-        try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, self.prompt, question.text, reasoning=True,
-                                                  step="cot.generate")
-        except StructuredOutputError as exc:
-            answers, reasoning = [], ""
-            event["unreadable"] = str(exc)
-        if self.max_answers is not None:
-            answers = answers[:self.max_answers]
-        event["reasoning"] = reasoning
-        event["answers"] = answers
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC,
-                          trace=list(ctx.trace))
+    reasoning = True
+    prompts = PromptBook.for_package("kgqa.methods.cot")
 
 
 @register_method("cot")

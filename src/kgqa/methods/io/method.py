@@ -17,42 +17,17 @@ trace keeps the reason. Errors of the model backend itself propagate, and the ru
 
 from __future__ import annotations
 
-from kgqa.errors import ConfigError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import StructuredOutputError
-from kgqa.methods.base import AnswerItem, Grounding, MethodContext, Prediction, Question, register_method
-from kgqa.steps.generate import generate_answers
-
-PROMPTS = PromptBook.for_package("kgqa.methods.io")
+from kgqa.methods.base import register_method
+from kgqa.steps.generate import ParametricPrompting
 
 
-class IOPrompting:
+class IOPrompting(ParametricPrompting):
     """See the module docstring. Config: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
 
     name = "io"
-    needs_kg = False
-
-    def __init__(self, *, few_shot: bool = True, max_answers: int | None = None) -> None:
-        if max_answers is not None and (isinstance(max_answers, bool) or not isinstance(max_answers, int)
-                                        or max_answers < 1):
-            raise ConfigError(f"io: max_answers must be a positive integer, got {max_answers!r}")
-        self.few_shot = bool(few_shot)
-        self.max_answers = max_answers
-        self.prompt = "answer" if self.few_shot else "answer_zero_shot"
-
-    def answer(self, question: Question, ctx: MethodContext) -> Prediction:
-        event = ctx.trace.add("io.generate", prompt=self.prompt)
-        try:
-            answers, _ = generate_answers(ctx.llm, PROMPTS, self.prompt, question.text, reasoning=False,
-                                          step="io.generate")
-        except StructuredOutputError as exc:
-            answers = []
-            event["unreadable"] = str(exc)
-        if self.max_answers is not None:
-            answers = answers[:self.max_answers]
-        event["answers"] = answers
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC,
-                          trace=list(ctx.trace))
+    reasoning = False
+    prompts = PromptBook.for_package("kgqa.methods.io")
 
 
 @register_method("io")
