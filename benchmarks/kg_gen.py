@@ -137,19 +137,57 @@ class GeneratedKG:
             if name is not None:
                 yield ids[node], name
 
-    def feed(self, builder: Any, chunk: int = 100_000) -> int:
-        """Add every triple and name to an EmbeddedKGBuilder (or any sink with add_triple/add_name)."""
-        add, ids, rels = builder.add_triple, self.node_ids, self.relations
+    def feed(self, builder: Any, chunk: int = 262_144, *, mode: str = "arrow") -> int:
+        """Add every triple and name to an EmbeddedKGBuilder, ``chunk`` rows at a time, the way a source would:
+
+        * ``arrow``: columns as arrow string arrays taken from the id table (a columnar source such as Parquet);
+        * ``lists``: columns as lists of Python str (``add_triple_columns`` / ``add_names``);
+        * ``per-triple``: one ``add_triple`` / ``add_name`` call per row, as the file loaders do.
+        """
+        if mode not in ("arrow", "lists", "per-triple"):
+            raise ValueError(f"unknown feed mode {mode!r}")
+        named = np.flatnonzero(np.fromiter((n is not None for n in self.names), dtype=bool, count=len(self.names)))
+        if mode == "arrow":
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            # The system allocator, as the builder uses: arrow's default keeps freed batches mapped, which would count
+            # the source's batches in the import's peak memory.
+            pool = pa.system_memory_pool()
+            ids = pa.array(self.node_ids, type=pa.large_string(), memory_pool=pool)
+            rels = pa.array(self.relations, type=pa.large_string(), memory_pool=pool)
+            names = pa.array(self.names, type=pa.large_string(), memory_pool=pool)
+
+            def take(table: Any, rows: np.ndarray) -> Any:
+                return pc.take(table, rows, memory_pool=pool)
+
+            for start in range(0, len(self.heads), chunk):
+                stop = start + chunk
+                builder.add_triple_columns(take(ids, self.heads[start:stop]), take(rels, self.rels[start:stop]),
+                                           take(ids, self.tails[start:stop]))
+            for start in range(0, len(named), chunk):
+                part = named[start:start + chunk]
+                builder.add_names(take(ids, part), take(names, part))
+            return len(self.heads)
+        id_list, rel_list, name_list = self.node_ids, self.relations, self.names
         for start in range(0, len(self.heads), chunk):
-            hs = self.heads[start:start + chunk].tolist()
-            rs = self.rels[start:start + chunk].tolist()
-            ts = self.tails[start:start + chunk].tolist()
-            for h, r, t in zip(hs, rs, ts, strict=True):
-                add(ids[h], rels[r], ids[t])
-        add_name = builder.add_name
-        for node, name in enumerate(self.names):
-            if name is not None:
-                add_name(ids[node], name)
+            hs = list(map(id_list.__getitem__, self.heads[start:start + chunk].tolist()))
+            rs = list(map(rel_list.__getitem__, self.rels[start:start + chunk].tolist()))
+            ts = list(map(id_list.__getitem__, self.tails[start:start + chunk].tolist()))
+            if mode == "lists":
+                builder.add_triple_columns(hs, rs, ts)
+            else:
+                add = builder.add_triple
+                for h, r, t in zip(hs, rs, ts, strict=True):
+                    add(h, r, t)
+        for start in range(0, len(named), chunk):
+            part = named[start:start + chunk].tolist()
+            entities, names = list(map(id_list.__getitem__, part)), list(map(name_list.__getitem__, part))
+            if mode == "lists":
+                builder.add_names(entities, names)
+            else:
+                for entity, name in zip(entities, names, strict=True):
+                    builder.add_name(entity, name)
         return len(self.heads)
 
     def csr(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:

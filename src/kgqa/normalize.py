@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+from itertools import compress
 
 _PUNCT_RE = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE_RE = re.compile(r"\s+")
@@ -29,6 +31,39 @@ def normalize_label(text: str) -> str:
     if folded.isascii():  # str.translate + split is ~5x faster than two regex passes
         return " ".join(folded.encode("ascii").translate(_ASCII_PUNCT_TO_SPACE).decode("ascii").split())
     return _SPACE_RE.sub(" ", _PUNCT_RE.sub(" ", folded)).strip()
+
+
+# For the batch path: every ASCII byte that is not alphanumeric becomes a space, except NUL, the record separator.
+_ASCII_NON_ALNUM_TO_SPACE = bytes(c if (chr(c).isalnum() or c == 0) else 32 for c in range(256))
+_BATCH_SEPARATOR = "\x00"
+
+
+def normalize_labels(texts: Sequence[str]) -> list[str]:
+    """:func:`normalize_label` of many texts at once, equal to it text by text and about ten times faster.
+
+    The ASCII texts (almost all names in practice) are joined into one string and normalised with a few whole-string
+    operations, so the per-text cost is a split instead of a handful of Python calls. For ASCII, mapping every
+    non-alphanumeric character (white space included) to a space and collapsing runs of spaces is exactly what
+    normalize_label's translate-then-split does.
+    """
+    texts = list(texts)
+    ascii_mask = list(map(str.isascii, texts))
+    ascii_texts = list(compress(texts, ascii_mask))
+    joined = _BATCH_SEPARATOR.join(ascii_texts)
+    if joined.count(_BATCH_SEPARATOR) != max(len(ascii_texts) - 1, 0):
+        return [normalize_label(t) for t in texts]  # a NUL inside a text: the separator trick cannot be used
+    fast: list[str] = []
+    if ascii_texts:
+        data = joined.lower().encode("ascii").translate(_ASCII_NON_ALNUM_TO_SPACE)
+        while b"  " in data:  # bytes.replace, not re.sub: with a match per text, the regex is 10x slower
+            data = data.replace(b"  ", b" ")
+        data = data.replace(b" \x00", b"\x00").replace(b"\x00 ", b"\x00").strip(b" ")
+        fast = data.decode("ascii").split(_BATCH_SEPARATOR)
+    if len(fast) == len(texts):
+        return fast
+    fast_iter = iter(fast)
+    return [next(fast_iter) if is_ascii else normalize_label(text)
+            for text, is_ascii in zip(texts, ascii_mask, strict=True)]
 
 
 def normalize_answer(text: str) -> str:

@@ -80,7 +80,8 @@ def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, 
     stats = kg.stats()
     payload = {"out": str(out_dir), "format": fmt, "seconds": round(time.perf_counter() - started, 2),
                "load": report.to_dict(), "triples": stats.triples, "entities": stats.entities,
-               "relations": stats.relations, "literals": stats.literals, "names": stats.names}
+               "relations": stats.relations, "literals": stats.literals, "names": stats.names,
+               "build_seconds": stats.extra.get("build_seconds", {})}
     if as_json:
         _echo_json(payload)
     else:

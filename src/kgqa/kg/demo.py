@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from kgqa import config
-from kgqa.kg.embedded import META_FILE, EmbeddedKG, EmbeddedKGBuilder
+from kgqa.kg.embedded import FORMAT_VERSION, META_FILE, EmbeddedKG, EmbeddedKGBuilder
 
 DEMO_PACKAGE = "kgqa.data.demo"
 
@@ -29,7 +29,9 @@ def build_demo_kg(out_dir: Path) -> EmbeddedKG:
 def open_demo_kg() -> EmbeddedKG:
     """Open the demo KG, building it once per content version into ``<cache_dir>/demo-kg-<digest>``."""
     files = demo_files()
-    digest = hashlib.sha256(files["triples"].read_bytes() + files["names"].read_bytes()).hexdigest()[:12]
+    # The store's format version is part of the digest, so a kgqa that writes a new format builds a fresh copy.
+    content = files["triples"].read_bytes() + files["names"].read_bytes() + f"format {FORMAT_VERSION}".encode()
+    digest = hashlib.sha256(content).hexdigest()[:12]
     target = config.cache_dir() / f"demo-kg-{digest}"
     if (target / META_FILE).is_file():
         return EmbeddedKG.open(target)
