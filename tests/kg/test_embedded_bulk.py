@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rapidfuzz.distance import OSA
 
 from kgqa.errors import DataError, KGError
 from kgqa.kg.base import make_literal
@@ -202,6 +203,10 @@ def test_fuzzy_search_across_many_label_blocks(tmp_path: Path) -> None:
         typo = labels[i].replace(word, word[:-1] + ("x" if word[-1] != "x" else "y"), 1)  # one substitution
         hits = kg.search(typo, fuzzy=True, limit=10)
         assert all(0 < m.score <= 1 for m in hits)
+        # Only labels holding a query word (within two edits) come back: a matched block does not pad the results.
+        query_words = normalize_label(typo).split()
+        assert all(any(OSA.distance(q, w) <= 2 for q in query_words for w in normalize_label(m.name).split())
+                   for m in hits)
         found += f"e{i}" in {m.id for m in hits}
     assert found >= 36  # recall@10 of one-typo queries
 

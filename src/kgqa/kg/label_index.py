@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 from kgqa.normalize import normalize_label
 
@@ -36,6 +37,18 @@ def _edit_distance_for(token: str) -> int:
     if len(token) <= 3:
         return 0
     return 1 if len(token) <= 7 else 2
+
+
+def _holding_query_terms(tokens: list[str], labels: list[str]) -> list[int]:
+    """Indices of the labels with a word within a query token's edit distance (transposition counting one, as
+    tantivy's fuzzy term query does)."""
+    words = sorted({word for label in labels for word in label.split()})
+    if not words:
+        return []
+    distances = process.cdist(tokens, words, scorer=OSA.distance, dtype=np.int32)
+    limits = np.array([_edit_distance_for(t) for t in tokens], dtype=np.int32)[:, None]
+    matching = {words[j] for j in np.flatnonzero((distances <= limits).any(axis=0)).tolist()}
+    return [i for i, label in enumerate(labels) if not matching.isdisjoint(label.split())]
 
 
 class FuzzyLabelIndex:
@@ -99,6 +112,12 @@ class FuzzyLabelIndex:
         if not positions:
             return []
         choices = [self._label_at(i) for i in positions]
+        # A block is a candidate as a whole; keep only its labels that hold a query term themselves (what one document
+        # per label would have matched), so an unrelated label never pads the results.
+        kept = _holding_query_terms(tokens, choices)
+        if not kept:
+            return []
+        positions, choices = [positions[i] for i in kept], [choices[i] for i in kept]
         # Both scorers over all candidates in C (cdist), then the better of the two per label.
         scores = np.maximum(process.cdist([key], choices, scorer=fuzz.ratio)[0],
                             process.cdist([key], choices, scorer=fuzz.token_sort_ratio)[0])
