@@ -67,7 +67,8 @@ CHAIN_LIMIT = 1000
 NEIGHBOR_LIMIT = 100
 
 
-#: How the generator feeds the builder (see kg_gen.GeneratedKG.feed): arrow columns, as a columnar source would.
+#: How the generator feeds the builder by default (see kg_gen.GeneratedKG.feed and --feed): arrow columns, as a
+#: columnar source would.
 FEED_MODE = "arrow"
 
 
@@ -426,7 +427,7 @@ def run_workload(kg: Any, workload: dict[str, list[dict[str, Any]]], *, budget_s
 # Stages (each in its own process)
 
 
-def stage_import(workdir: Path, size: int, seed: int, queries: int) -> dict[str, Any]:
+def stage_import(workdir: Path, size: int, seed: int, queries: int, feed: str = FEED_MODE) -> dict[str, Any]:
     from kg_gen import generate
     from kgqa.kg.embedded import EmbeddedKGBuilder
 
@@ -441,14 +442,14 @@ def stage_import(workdir: Path, size: int, seed: int, queries: int) -> dict[str,
     # The builder is fed arrow columns (FEED_MODE) and copies what it keeps, so it shares no strings with the generator
     # (with the "lists" mode it would keep references to the generator's strings; they are counted then). The arrow
     # id table the feed builds from the generator's strings is source memory, and it is inside the measured peak.
-    shared_strings = 0 if FEED_MODE == "arrow" else (
+    shared_strings = 0 if feed == "arrow" else (
         sum(sys.getsizeof(s) for s in kg.node_ids) + sum(sys.getsizeof(s) for s in kg.names if s))
     peak_reset = reset_peak_rss()
     log(f"generated in {gen_s:.1f}s; RSS {mb(rss_before.get('VmRSS'))} MB; importing into the embedded store")
     store = workdir / "store"
     builder = EmbeddedKGBuilder(schema="freebase")
     cpu0, started = time.process_time(), time.perf_counter()
-    kg.feed(builder, mode=FEED_MODE)
+    kg.feed(builder, mode=feed)
     feed_s, feed_cpu = time.perf_counter() - started, time.process_time() - cpu0
     rss_fed = proc_status()
     cpu0, started = time.process_time(), time.perf_counter()
@@ -477,7 +478,9 @@ def stage_import(workdir: Path, size: int, seed: int, queries: int) -> dict[str,
         "import": {
             "import_s": round(feed_s + build_s, 2), "feed_s": round(feed_s, 2), "build_s": round(build_s, 2),
             "build_phases_s": stats.extra.get("build_seconds", {}),
-            "feed_api": f"{FEED_MODE} columns through add_triple_columns + add_names, 262,144 rows a call",
+            "feed_api": {"arrow": "arrow columns through add_triple_columns + add_names, 262,144 rows a call",
+                         "lists": "lists of str through add_triple_columns + add_names, 262,144 rows a call",
+                         "per-triple": "one add_triple / add_name call per row (as the file loaders)"}[feed],
             "triples_per_s": round(triples / (feed_s + build_s)),
             # Process CPU time (tantivy's writer threads included): closer to a quiet machine's wall time than the
             # wall time measured under contention.
@@ -627,9 +630,10 @@ def run_stage(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--feed", choices=["arrow", "lists", "per-triple"], default=FEED_MODE)
     args = parser.parse_args(argv)
     if args.stage == "import":
-        result = stage_import(args.workdir, args.size, args.seed, args.queries)
+        result = stage_import(args.workdir, args.size, args.seed, args.queries, args.feed)
     elif args.stage == "embedded":
         result = stage_embedded(args.workdir, args.budget_s, args.warmup, args.profile)
     elif args.stage == "export":
@@ -751,7 +755,7 @@ def bench_size(size: int, args: argparse.Namespace, workdir: Path) -> dict[str, 
         imported = json.loads(marker.read_text())
         imported["reused"] = True
     else:
-        imported = _subprocess("import", workdir, "--size", str(size), *common)
+        imported = _subprocess("import", workdir, "--size", str(size), "--feed", args.feed, *common)
         if imported.get("status") == "failed":
             entry["import"] = imported
             return entry
@@ -980,6 +984,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-budget-s", type=float, default=120.0,
                         help="time budget per server operation (a slow operation reports fewer queries)")
     parser.add_argument("--server-timeout", type=float, default=30.0, help="per-query HTTP timeout for the servers")
+    parser.add_argument("--feed", choices=["arrow", "lists", "per-triple"], default=FEED_MODE,
+                        help="how the generator feeds the builder: arrow columns (default), lists of str, or one "
+                             "add_triple call per row as the file loaders do")
     parser.add_argument("--nt-import", action="store_true",
                         help="also time `kgqa kg import` of the exported N-Triples file in a clean process")
     parser.add_argument("--workdir", type=Path, default=None,

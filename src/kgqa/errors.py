@@ -19,3 +19,7 @@ class KGError(KGQAError):
 
 class QueryTimeout(KGError):
     """A knowledge-graph query ran past its time budget."""
+
+
+class ImportAborted(DataError):
+    """An import cannot go on (a batch failed, or the builder was already used): never a bad line to skip."""

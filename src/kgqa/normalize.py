@@ -51,7 +51,10 @@ def normalize_labels(texts: Sequence[str]) -> list[str]:
     ascii_texts = list(compress(texts, ascii_mask))
     joined = _BATCH_SEPARATOR.join(ascii_texts)
     if joined.count(_BATCH_SEPARATOR) != max(len(ascii_texts) - 1, 0):
-        return [normalize_label(t) for t in texts]  # a NUL inside a text: the separator trick cannot be used
+        # A NUL inside some text: those few go the one-by-one way, the rest still share the whole-string path.
+        ascii_mask = [fast_ok and _BATCH_SEPARATOR not in text for text, fast_ok in zip(texts, ascii_mask, strict=True)]
+        ascii_texts = list(compress(texts, ascii_mask))
+        joined = _BATCH_SEPARATOR.join(ascii_texts)
     fast: list[str] = []
     if ascii_texts:
         data = joined.lower().encode("ascii").translate(_ASCII_NON_ALNUM_TO_SPACE)

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import OSA
 
-from kgqa.errors import DataError, KGError
+from kgqa.errors import DataError, ImportAborted, KGError
+from kgqa.kg import embedded
 from kgqa.kg.base import make_literal
 from kgqa.kg.embedded import (
     META_FILE,
@@ -134,9 +135,67 @@ def test_an_error_on_the_encoding_thread_surfaces_at_build(tmp_path: Path, monke
     monkeypatch.setattr(EmbeddedKGBuilder, "MAX_CODES", 5)
     builder = EmbeddedKGBuilder()
     builder.add_triples([(f"h{i}", "r", f"t{i}") for i in range(10)])  # buffered: encoded when flushed
-    with pytest.raises(DataError, match="too large for the embedded store"):
+    with pytest.raises(ImportAborted, match="too large for the embedded store"):
         builder.build(tmp_path / "kg")
     assert not (tmp_path / "kg").exists()
+    # The builder is spent: building again, or adding more, says so instead of writing a partial store.
+    with pytest.raises(ImportAborted, match="failed earlier"):
+        builder.build(tmp_path / "kg")
+    with pytest.raises(ImportAborted, match="failed earlier"):
+        builder.add_triple_columns(["a"], ["r"], ["b"])
+
+
+def test_a_failed_batch_stops_a_loader_even_with_skip_bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgqa.kg.loaders import load_into
+
+    monkeypatch.setattr(EmbeddedKGBuilder, "MAX_CODES", 50)
+    monkeypatch.setattr(EmbeddedKGBuilder, "_CHUNK", 16)
+    source = tmp_path / "kg.tsv"
+    source.write_text("".join(f"h{i}\tr\tt{i}\n" for i in range(200)))
+    builder = EmbeddedKGBuilder()
+    with pytest.raises(ImportAborted):  # not 180 "bad lines"
+        load_into(builder, source, "tsv", skip_bad=True)
+        builder.build(tmp_path / "kg")
+
+
+def test_a_builder_builds_once_and_rows_must_be_strings(tmp_path: Path) -> None:
+    builder = EmbeddedKGBuilder()
+    with pytest.raises(DataError, match="must be strings"):
+        builder.add_triple("a", 5, "b")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="non-empty entity id"):
+        builder.add_name("", "A")
+    builder.add_triple("a", "r", "b")
+    builder.build(tmp_path / "kg")
+    with pytest.raises(ImportAborted, match="already built"):
+        builder.build(tmp_path / "again")
+    with pytest.raises(ImportAborted, match="already built"):
+        builder.add_names(["a"], ["A"])
+
+
+def test_empty_or_missing_names_name_nothing(tmp_path: Path) -> None:
+    builder = EmbeddedKGBuilder()
+    builder.add_triple("a", "r", "b")
+    builder.add_name("a", None)
+    builder.add_name("a", "")
+    builder.add_names(["b", "b", "c"], [None, "Bee", ""])
+    builder.add_name("a", "Real A")
+    kg = builder.build(tmp_path / "kg")
+    assert kg.names(["a", "b", "c"]) == {"a": "Real A", "b": "Bee", "c": None}
+    assert kg.has_entity("c")  # naming makes a node, even with an empty name
+    assert sorted(kg.iter_names()) == [("a", "Real A"), ("b", "Bee")]
+    with pytest.raises(DataError, match="name column must be strings, not arrow int64"):
+        EmbeddedKGBuilder().add_names(["a"], pa.array([5]))
+
+
+def test_the_lexsort_path_for_very_large_kgs_builds_the_same_store(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    rows, names = random_kg(5)
+    reference = snapshot(build_per_row(rows, names, tmp_path / "flat"))
+    monkeypatch.setattr(embedded, "_FLAT_EDGE_KEY_LIMIT", 0)  # as if (node * R + relation) * N overflowed int64
+    fallback = build_per_row(rows, names, tmp_path / "lexsort")
+    assert snapshot(fallback) == reference
+    entity = rows[0][0]
+    assert fallback.relations(entity) == EmbeddedKG.open(tmp_path / "flat").relations(entity)
 
 
 def test_build_records_its_phases_and_old_formats_are_refused(tmp_path: Path) -> None:
@@ -222,4 +281,6 @@ def test_batch_normalisation_of_many_ascii_names() -> None:
     rng = np.random.default_rng(4)
     words = np.array(["Kal", "Dora", "Ven-ti", "O'Brien", "St.", "  ", "A_B", "x\ty"])
     texts = [" ".join(words[rng.integers(0, len(words), 3)]) for _ in range(5000)]
+    assert normalize_labels(texts) == [normalize_label(t) for t in texts]
+    texts[17] = "nul\x00inside"  # one text with the batch separator in it takes the one-by-one way alone
     assert normalize_labels(texts) == [normalize_label(t) for t in texts]

@@ -5,8 +5,9 @@ Why this design (numbers in benchmarks/results/kg_bench.md):
 * Node ids are interned to integers in bulk (see :class:`EmbeddedKGBuilder`). The id table is one UTF-8 blob plus
   offsets (about 15 bytes per node) ordered by a 64-bit hash of each id (:func:`_key_hash`), with a bucket directory
   over the hashes: an id is found with one hash, two array reads and one byte comparison (a few µs), and opening the
-  store builds nothing (everything is mmap'd). Hash order also means the import never sorts strings, which was the
-  slowest step of building a large store. (Ids therefore come out of chains in hash order, not alphabetically.)
+  store builds no index: the arrays are mmap'd, and only the string tables' offsets (8 bytes a string) are read in.
+  Hash order also means the import never sorts strings, which was the slowest step of building a large store. (Ids
+  therefore come out of chains in hash order, not alphabetically.)
 * Each direction keeps a CSR over (node, relation) pairs: ``pair_key = node * R + relation`` (sorted, distinct), the
   offset of each pair's edges, and the other end of every edge; ``node_ptr`` gives each node's range of pairs. Listing an
   entity's relations is a slice (no search, no deduplication, even for hubs with 10^5 edges); one ``searchsorted`` over
@@ -39,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kgqa.errors import DataError, KGError
+from kgqa.errors import DataError, ImportAborted, KGError, KGQAError
 from kgqa.kg.base import (
     DEFAULT_CHAIN_LIMIT,
     DEFAULT_MAX_FRONTIER,
@@ -682,6 +683,35 @@ def _unify(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return pa.concat_arrays([encoded[0].dictionary, encoded[1].dictionary], memory_pool=_POOL), index
 
 
+_FLAT_EDGE_KEY_LIMIT = 2**62  # (node * R + relation) * N + other end must fit an int64 for the flat sort
+
+
+def _sorted_edges(sources: np.ndarray, rels: np.ndarray, others: np.ndarray, N: int, R: int, flat: bool, *,
+                  distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Edges sorted by (key = source * R + relation, other end), duplicates dropped: (keys, other ends), int64.
+
+    ``sources`` is consumed (used as scratch space) on the flat path.
+    """
+    if flat:
+        # In place: the temporaries of a plain expression would double the peak memory of the import.
+        combined = sources
+        combined *= R
+        combined += rels
+        combined *= N
+        combined += others
+        combined.sort()
+        if len(combined) and not distinct:
+            combined = combined[np.concatenate(([True], combined[1:] != combined[:-1]))]
+        return np.divmod(combined, N)
+    keys = sources * R + rels
+    order = np.lexsort((others, keys))
+    keys, others = keys[order], np.asarray(others, dtype=np.int64)[order]
+    if len(keys) and not distinct:
+        keep = np.concatenate(([True], (keys[1:] != keys[:-1]) | (others[1:] != others[:-1])))
+        keys, others = keys[keep], others[keep]
+    return keys, others
+
+
 class _PhaseClock:
     """Wall seconds of each build phase, kept in the store's metadata (``build_seconds``) for anyone tuning imports."""
 
@@ -699,18 +729,25 @@ def _as_large_strings(values: pa.Array | list[str]) -> pa.Array:
     return values if isinstance(values, pa.Array) else pa.array(values, type=pa.large_string(), memory_pool=_POOL)
 
 
-def _string_column(values: StringColumn, what: str) -> pa.Array:
-    """A column of ids as an arrow large_string array, or DataError naming ``what`` and the first bad row."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if isinstance(values, pa.Array) and not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+def _large_strings(values: StringColumn, what: str) -> pa.Array:
+    """Any column of strings as one arrow large_string array, or DataError naming ``what``."""
+    if isinstance(values, pa.Array | pa.ChunkedArray) and not (pa.types.is_string(values.type)
+                                                               or pa.types.is_large_string(values.type)):
         raise DataError(f"{what} must be strings, not arrow {values.type}")
     try:
-        column = (values if isinstance(values, pa.Array)
-                  else pa.array(values, type=pa.large_string(), memory_pool=_POOL)).cast(pa.large_string(),
-                                                                                          memory_pool=_POOL)
+        if isinstance(values, pa.ChunkedArray):  # chunk by chunk: a 32-bit-offset column over 2 GiB cannot combine
+            return pa.concat_arrays([c.cast(pa.large_string(), memory_pool=_POOL) for c in values.chunks]
+                                    or [pa.array([], type=pa.large_string())], memory_pool=_POOL)
+        if isinstance(values, pa.Array):
+            return values.cast(pa.large_string(), memory_pool=_POOL)
+        return pa.array(values, type=pa.large_string(), memory_pool=_POOL)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise DataError(f"{what} must be strings: {exc}") from None
+
+
+def _string_column(values: StringColumn, what: str) -> pa.Array:
+    """A column of ids as an arrow large_string array, or DataError naming ``what`` and the first bad row."""
+    column = _large_strings(values, what)
     if column.null_count:
         row = pc.index(pc.is_null(column), True).as_py()
         raise DataError(f"{what} has no value in row {row} of the batch")
@@ -753,13 +790,19 @@ class EmbeddedKGBuilder:
         # batch: parsing a file, or reading a columnar source. At most _IN_FLIGHT batches wait, which bounds memory.
         self._worker: ThreadPoolExecutor | None = None
         self._in_flight: deque[Future[None]] = deque()
+        # Once a batch fails or the store is built, the builder's columns no longer describe what was added: refuse more.
+        self._failed: BaseException | None = None
+        self._built = False
 
     # -- adding ----------------------------------------------------------------------------------------------------
 
     def add_triple(self, head: str, relation: str, tail: str) -> None:
         # The hot path of every file import: the checks folded into one test, then three list appends.
-        if not head or not relation or not tail or head[0] == '"':
-            if is_literal(head or ""):
+        if (head.__class__ is not str or relation.__class__ is not str or tail.__class__ is not str
+                or not head or not relation or not tail or head[0] == '"'):
+            if not all(isinstance(v, str) for v in (head, relation, tail)):
+                raise DataError(f"a triple's fields must be strings: ({head!r}, {relation!r}, {tail!r})")
+            if is_literal(head):
                 raise DataError(f"a literal cannot be the head of a triple: {head!r}")
             raise DataError(f"empty field in triple ({head!r}, {relation!r}, {tail!r})")
         heads, rels, tails = self._pending
@@ -783,6 +826,7 @@ class EmbeddedKGBuilder:
         The whole batch is checked before any of it is added: a missing or empty field or a literal head raises
         DataError naming the first offending row, and the builder is left as it was.
         """
+        self._check_usable()
         head_col = _string_column(heads, "head column")
         rel_col = _string_column(relations, "relation column")
         tail_col = _string_column(tails, "tail column")
@@ -798,8 +842,11 @@ class EmbeddedKGBuilder:
         self._append_triples(head_col, rel_col, tail_col)
         return len(head_col)
 
-    def add_name(self, entity: str, name: str) -> None:
-        """Give ``entity`` a display name (the first one given wins). Naming an entity makes it a node even with no edge."""
+    def add_name(self, entity: str, name: str | None) -> None:
+        """Give ``entity`` a display name (the first one given wins). Naming an entity makes it a node even with no edge;
+        an empty or missing name makes the node but names nothing, so a later real name still wins."""
+        if entity.__class__ is not str or not entity or (name is not None and name.__class__ is not str):
+            raise DataError(f"a name needs a non-empty entity id and a string name, got ({entity!r}, {name!r})")
         entities, names = self._pending_names
         entities.append(entity)
         names.append(name)
@@ -808,14 +855,9 @@ class EmbeddedKGBuilder:
 
     def add_names(self, entities: StringColumn, names: StringColumn) -> int:
         """:meth:`add_name` for two equally long columns; returns how many pairs were added."""
+        self._check_usable()
         entity_col = _string_column(entities, "entity column")
-        try:
-            name_col = pa.array(names, type=pa.large_string(), memory_pool=_POOL) \
-                if not isinstance(names, pa.Array | pa.ChunkedArray) else names
-            name_col = (name_col.combine_chunks() if isinstance(name_col, pa.ChunkedArray) else name_col).cast(
-                pa.large_string(), memory_pool=_POOL)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise DataError(f"name column must be strings: {exc}") from None
+        name_col = _large_strings(names, "name column")  # a missing or empty name names nothing (see add_name)
         if len(entity_col) != len(name_col):
             raise DataError(f"name columns differ in length: {len(entity_col)} entities, {len(name_col)} names")
         self._flush_names()
@@ -833,7 +875,8 @@ class EmbeddedKGBuilder:
         combined = columns[0] if len(columns) == 1 else pa.concat_arrays(list(columns), memory_pool=_POOL)
         encoded = pc.dictionary_encode(combined, memory_pool=_POOL)
         if self._codes + len(encoded.dictionary) > self.MAX_CODES:
-            raise DataError(f"more than {self.MAX_CODES:,} ids in one import: too large for the embedded store")
+            raise DataError(f"more than {self.MAX_CODES:,} batch-distinct ids (each batch counts its distinct ids) in "
+                            "one import: too large for the embedded store")
         codes = encoded.indices.to_numpy() + np.int32(self._codes)
         self._node_batches.append(encoded.dictionary)
         self._codes += len(encoded.dictionary)
@@ -851,18 +894,35 @@ class EmbeddedKGBuilder:
                              count=len(encoded.dictionary))
         return lookup[encoded.indices.to_numpy()]
 
+    def _check_usable(self) -> None:
+        if self._built:
+            raise ImportAborted("this builder has already built its store; start a new EmbeddedKGBuilder for another")
+        if self._failed is not None:
+            raise ImportAborted(f"this import failed earlier and cannot go on: {self._failed}") from self._failed
+
+    def _settle(self, future: Future[None]) -> None:
+        """Wait for one batch; a failure marks the builder failed and is raised as DataError."""
+        try:
+            future.result()
+        except (KGQAError, pa.ArrowException, ValueError, TypeError, MemoryError) as exc:
+            self._failed = exc
+            raise ImportAborted(f"a batch of the import could not be encoded: {exc}") from exc
+
     def _submit(self, job: Callable[..., None], *args: object) -> None:
+        self._check_usable()
+        while self._in_flight and self._in_flight[0].done():  # report a failed batch at the first call that can
+            self._settle(self._in_flight.popleft())
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-encode")
         self._in_flight.append(self._worker.submit(job, *args))
         while len(self._in_flight) > self._IN_FLIGHT:
-            self._in_flight.popleft().result()
+            self._settle(self._in_flight.popleft())
 
     def _drain(self) -> None:
-        """Wait for every submitted batch (re-raising the first error of any)."""
+        """Wait for every submitted batch (raising the first failure as DataError)."""
         try:
             while self._in_flight:
-                self._in_flight.popleft().result()
+                self._settle(self._in_flight.popleft())
         finally:
             if self._worker is not None:
                 self._worker.shutdown(wait=True, cancel_futures=True)
@@ -888,7 +948,8 @@ class EmbeddedKGBuilder:
         self._submit(self._encode_names, entities, names)
 
     def _encode_names(self, entities: pa.Array | list[str], names: pa.Array | list[str]) -> None:
-        entities, names = _as_large_strings(entities), _as_large_strings(names)
+        entities = _as_large_strings(entities)
+        names = pc.coalesce(_as_large_strings(names), "", memory_pool=_POOL)  # a missing name: names nothing
         (codes,) = self._node_codes(entities)
         self._name_nodes.frombytes(codes.astype(np.int32, copy=False).tobytes())
         self._name_values.append(names)
@@ -926,9 +987,11 @@ class EmbeddedKGBuilder:
         return EmbeddedKG.open(out)
 
     def _write(self, directory: Path) -> dict:
+        self._check_usable()
         self._flush_triples()
         self._flush_names()
         self._drain()
+        self._built = True  # from here on the builder's state is consumed, whether or not the write succeeds
         # Millions of new objects would trigger repeated full collections of a heap that holds no cycles.
         gc_was_enabled = gc.isenabled()
         gc.disable()
@@ -1001,33 +1064,15 @@ class EmbeddedKGBuilder:
         tails = rank[np.frombuffer(self._tails, dtype=np.int32)]
         self._heads, self._rels, self._tails = array.array("i"), array.array("i"), array.array("i")
         # Each direction is sorted by one int64 per edge, (node * R + relation) * N + other end, when it fits: a flat
-        # sort is several times faster than deduplicating or lexsorting rows.
-        if N * N * R >= 2**62:  # pragma: no cover - beyond any KG this store is meant for
-            raise DataError(f"{N:,} nodes x {R:,} relations overflow the 64-bit edge keys of the embedded store")
-        # In place: the temporaries of a plain expression would double the peak memory of the import.
-        combined = heads
-        combined *= R
-        combined += rels
-        combined *= N
-        combined += tails
+        # sort is several times faster than a lexsort of (key, other end), the fallback for very large KGs.
+        flat = N * N * R < _FLAT_EDGE_KEY_LIMIT
+        out_key, out_other = _sorted_edges(heads, rels, tails, N, R, flat)
         del heads, rels, tails
-        combined.sort()
-        if len(combined):
-            combined = combined[np.concatenate(([True], combined[1:] != combined[:-1]))]  # duplicate triples
-        out_key, out_other = np.divmod(combined, N)
-        del combined
         _Adjacency.save(directory, Direction.OUT.value, out_key, out_other, N, R)
         triples = len(out_key)
-        # Incoming: key (tail * R + relation), other end the head.
-        in_combined = out_other * R
-        del out_other
-        in_combined += out_key % R
-        in_combined *= N
-        in_combined += out_key // R
-        del out_key
-        in_combined.sort()
-        in_key, in_other = np.divmod(in_combined, N)
-        del in_combined
+        # Incoming: key (tail * R + relation), other end the head (already distinct).
+        in_key, in_other = _sorted_edges(out_other, out_key % R, out_key // R, N, R, flat, distinct=True)
+        del out_key, out_other
         _Adjacency.save(directory, Direction.IN.value, in_key, in_other, N, R)
         return triples
 
@@ -1038,7 +1083,9 @@ class EmbeddedKGBuilder:
         N = len(nodes)
         named = rank[np.frombuffer(name_codes, dtype=np.int32)]
         values = pa.concat_arrays(name_values, memory_pool=_POOL) if name_values else pa.array([], type=pa.large_string())
-        by_node = np.argsort(named, kind="stable")
+        # An empty name names nothing: the first non-empty name given wins.
+        given = np.flatnonzero(pc.greater(pc.binary_length(values), 0).to_numpy(zero_copy_only=False))
+        by_node = given[np.argsort(named[given], kind="stable")]
         ordered = named[by_node]
         first = by_node[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else by_node
         del by_node, ordered

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from kgqa.errors import ConfigError, DataError, KGError, KGQAError
+from kgqa.errors import ConfigError, DataError, ImportAborted, KGError, KGQAError
 from kgqa.kg.base import make_literal, parse_literal
 from kgqa.kg.schema import Schema, get_schema
 
@@ -187,6 +187,8 @@ def _add_triple(builder: Sink, report: LoadReport, where: str, head: str, rel: s
                 skip_bad: bool) -> None:
     try:
         builder.add_triple(head, rel, tail)
+    except ImportAborted:
+        raise
     except KGQAError as exc:  # the builder refuses what the loader let through (e.g. a literal head)
         _handle_bad(report, where, str(exc), skip_bad)
         return
@@ -244,6 +246,8 @@ def load_metaqa(builder: Sink, path: Path, *, skip_bad: bool = False) -> LoadRep
                 continue
         try:
             add_triple(head, rel, tail)
+        except ImportAborted:
+            raise
         except KGQAError as exc:
             _handle_bad(report, f"{path}:{number}", str(exc), skip_bad)
             continue
@@ -294,6 +298,8 @@ def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: b
             tail = _freebase_tail(tail)
         try:
             add_triple(head, rel, tail)
+        except ImportAborted:
+            raise
         except KGQAError as exc:
             _handle_bad(report, f"{path}:{number}", str(exc), skip_bad)
             continue
@@ -473,6 +479,8 @@ class _RdfMapper:
                         relations[predicate] = relation
                 tail = self.literal(obj) if is_literal_object else self._resource(obj, "object")
                 add_triple(head, relation, tail)
+            except ImportAborted:
+                raise
             except (_BadLine, KGQAError) as exc:
                 _handle_bad(self.report, where(index), str(exc), self.skip_bad)
                 continue
