@@ -1071,8 +1071,19 @@ class EmbeddedKGBuilder:
         _Adjacency.save(directory, Direction.OUT.value, out_key, out_other, N, R)
         triples = len(out_key)
         # Incoming: key (tail * R + relation), other end the head (already distinct).
-        in_key, in_other = _sorted_edges(out_other, out_key % R, out_key // R, N, R, flat, distinct=True)
-        del out_key, out_other
+        if flat:  # in place, one temporary at a time (the peak of the edge phase)
+            in_combined = out_other
+            in_combined *= R
+            in_combined += out_key % R
+            in_combined *= N
+            in_combined += out_key // R
+            del out_key, out_other
+            in_combined.sort()
+            in_key, in_other = np.divmod(in_combined, N)
+            del in_combined
+        else:
+            in_key, in_other = _sorted_edges(out_other, out_key % R, out_key // R, N, R, flat, distinct=True)
+            del out_key, out_other
         _Adjacency.save(directory, Direction.IN.value, in_key, in_other, N, R)
         return triples
 
