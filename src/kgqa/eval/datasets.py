@@ -183,6 +183,23 @@ def _record(path: Path, index: int) -> Iterator[None]:
         raise DataError(f"{path}: record {index}: malformed ({exc})") from exc
 
 
+def _each_record(path: Path, records: list[Any], limit: int | None, build: Callable[[int, Any], Question]) -> list[Question]:
+    """``build(i, record)`` for the first ``limit`` records of ``path``, each under :func:`_record`, so an error names
+    the file and the record."""
+    questions = []
+    for i, rec in enumerate(records[:limit] if limit is not None else records):
+        with _record(path, i):
+            questions.append(build(i, rec))
+    return questions
+
+
+def _note_wikidata_topics(metadata: dict[str, Any], rec: Any) -> None:
+    """Freebase datasets whose files also carry Wikidata topic QIDs keep them in metadata, for a Wikidata run."""
+    wikidata = _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id)
+    if wikidata:
+        metadata["wikidata_topic_entities"] = [t.model_dump() for t in wikidata]
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} should be a string, found {type(value).__name__}")
@@ -339,23 +356,23 @@ for _hops, _n_dev, _n_test in ((1, 9_992, 9_947), (2, 14_872, 14_872), (3, 14_27
 def _load_webqsp_compact(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     path = _require(info, root, info.files[split][0])
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            golds = _Golds()
-            missing = 0
-            for name in rec["answer"] or []:
-                if name is None or not str(name).strip():
-                    missing += 1  # the compact file lost literal answers (e.g. "AUD") as nulls
-                    continue
-                golds.add(None, _text(name, "answer"))
-            metadata: dict[str, Any] = {"dataset": info.name, "split": split}
-            if missing:
-                metadata["missing_gold"] = missing
-            questions.append(_question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
-                                       _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                                       metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        golds = _Golds()
+        missing = 0
+        for name in rec["answer"] or []:
+            if name is None or not str(name).strip():
+                missing += 1  # the compact file lost literal answers (e.g. "AUD") as nulls
+                continue
+            golds.add(None, _text(name, "answer"))
+        metadata: dict[str, Any] = {"dataset": info.name, "split": split}
+        if missing:
+            metadata["missing_gold"] = missing
+        return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
+                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                         metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -383,42 +400,40 @@ def _webqsp_answer(golds: _Golds, answer: dict[str, Any]) -> str:
 def _load_webqsp_gog(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     path = _require(info, root, info.files[split][0])
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            parses = rec["Parses"]
-            if not isinstance(parses, list) or not parses:
-                raise ValueError("Parses should be a non-empty list")
-            golds = _Golds()
-            parse_answers = []
-            # Gold = the union over parses (as the GoG/AoG 'answer' field); each parse's set is kept in metadata.
-            for parse in parses:
-                parse_answers.append([_webqsp_answer(golds, a) for a in parse.get("Answers") or []])
-            first = parses[0]
-            topics = _topics(rec.get("topic_entity"), "topic_entity", freebase_id)
-            if not topics and first.get("TopicEntityMid"):
-                topics = [TopicEntity(id=freebase_id(first["TopicEntityMid"]), name=first.get("TopicEntityName") or "")]
-            chain = first.get("InferentialChain") or []
-            constraints = list(first.get("Constraints") or [])
-            metadata: dict[str, Any] = {
-                "dataset": info.name, "split": split,
-                "hops": len(chain) if chain else None,  # 14 parses have no chain in the file
-                "inferential_chain": list(chain),
-                "constraints": constraints,
-                "time": first.get("Time"),
-                "order": first.get("Order"),
-                "constrained": bool(constraints or first.get("Time") or first.get("Order")),
-                "sparql": first.get("Sparql"),
-                "processed_question": rec.get("ProcessedQuestion"),
-            }
-            if len(parses) > 1:
-                metadata["parse_answers"] = parse_answers
-            wikidata = _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id)
-            if wikidata:
-                metadata["wikidata_topic_entities"] = [t.model_dump() for t in wikidata]
-            questions.append(_question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
-                                       topics, golds.items, metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        parses = rec["Parses"]
+        if not isinstance(parses, list) or not parses:
+            raise ValueError("Parses should be a non-empty list")
+        golds = _Golds()
+        parse_answers = []
+        # Gold = the union over parses (as the GoG/AoG 'answer' field); each parse's set is kept in metadata.
+        for parse in parses:
+            parse_answers.append([_webqsp_answer(golds, a) for a in parse.get("Answers") or []])
+        first = parses[0]
+        topics = _topics(rec.get("topic_entity"), "topic_entity", freebase_id)
+        if not topics and first.get("TopicEntityMid"):
+            topics = [TopicEntity(id=freebase_id(first["TopicEntityMid"]), name=first.get("TopicEntityName") or "")]
+        chain = first.get("InferentialChain") or []
+        constraints = list(first.get("Constraints") or [])
+        metadata: dict[str, Any] = {
+            "dataset": info.name, "split": split,
+            "hops": len(chain) if chain else None,  # 14 parses have no chain in the file
+            "inferential_chain": list(chain),
+            "constraints": constraints,
+            "time": first.get("Time"),
+            "order": first.get("Order"),
+            "constrained": bool(constraints or first.get("Time") or first.get("Order")),
+            "sparql": first.get("Sparql"),
+            "processed_question": rec.get("ProcessedQuestion"),
+        }
+        if len(parses) > 1:
+            metadata["parse_answers"] = parse_answers
+        _note_wikidata_topics(metadata, rec)
+        return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
+                         topics, golds.items, metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -456,42 +471,40 @@ def _load_cwq(info: DatasetInfo, root: Path, split: str, limit: int | None) -> l
     if not isinstance(alias_data, dict):
         raise DataError(f"{alias_path}: expected a JSON object question -> [answer names], "
                         f"found a JSON {type(alias_data).__name__}")
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(tog_path, i):
-            qid = _text(rec["ID"], "ID")
-            text = _text(rec["question"], "question")
-            tog_answer = rec.get("answer")
-            mids = official.get(qid)
-            if mids is None:
-                raise DataError(f"{tog_path}: record {i}: ID {qid!r} is not in {official_path}")
-            names = alias_data.get(text)
-            # PoG's name list is position-aligned with the official answer MIDs (same length for every question).
-            if not isinstance(names, list) or len(names) != len(mids):
-                names = [tog_answer if len(mids) == 1 and isinstance(tog_answer, str) else ""] * len(mids)
-            golds = _Golds()
-            for mid, name in zip(mids, names, strict=True):
-                name = name if isinstance(name, str) and name not in _UNNAMED else ""
-                mid = freebase_id(mid)
-                if _is_mid(mid):
-                    golds.add(mid, name)
-                else:  # a literal answer ("financier"): the value is its own name
-                    golds.add(None, mid)
-            metadata: dict[str, Any] = {
-                "dataset": info.name, "split": split,
-                "compositionality": rec.get("compositionality_type"),
-                "sparql": rec.get("sparql"),
-                "webqsp_id": rec.get("webqsp_ID"),
-                "webqsp_question": rec.get("webqsp_question"),
-                "machine_question": rec.get("machine_question"),
-                "tog_answer": tog_answer,
-            }
-            wikidata = _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id)
-            if wikidata:
-                metadata["wikidata_topic_entities"] = [t.model_dump() for t in wikidata]
-            questions.append(_question(qid, text, _topics(rec.get("topic_entity"), "topic_entity", freebase_id),
-                                       golds.items, metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        qid = _text(rec["ID"], "ID")
+        text = _text(rec["question"], "question")
+        tog_answer = rec.get("answer")
+        mids = official.get(qid)
+        if mids is None:
+            raise DataError(f"{tog_path}: record {i}: ID {qid!r} is not in {official_path}")
+        names = alias_data.get(text)
+        # PoG's name list is position-aligned with the official answer MIDs (same length for every question).
+        if not isinstance(names, list) or len(names) != len(mids):
+            names = [tog_answer if len(mids) == 1 and isinstance(tog_answer, str) else ""] * len(mids)
+        golds = _Golds()
+        for mid, name in zip(mids, names, strict=True):
+            name = name if isinstance(name, str) and name not in _UNNAMED else ""
+            mid = freebase_id(mid)
+            if _is_mid(mid):
+                golds.add(mid, name)
+            else:  # a literal answer ("financier"): the value is its own name
+                golds.add(None, mid)
+        metadata: dict[str, Any] = {
+            "dataset": info.name, "split": split,
+            "compositionality": rec.get("compositionality_type"),
+            "sparql": rec.get("sparql"),
+            "webqsp_id": rec.get("webqsp_ID"),
+            "webqsp_question": rec.get("webqsp_question"),
+            "machine_question": rec.get("machine_question"),
+            "tog_answer": tog_answer,
+        }
+        _note_wikidata_topics(metadata, rec)
+        return _question(qid, text, _topics(rec.get("topic_entity"), "topic_entity", freebase_id),
+                         golds.items, metadata)
+
+    return _each_record(tog_path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -519,32 +532,32 @@ def _load_grailqa(info: DatasetInfo, root: Path, split: str, limit: int | None) 
     # ToG's repository ships the file as "graliqa.json"; accept a verbatim copy as well.
     path = misspelt if not (root / rel).is_file() and misspelt.is_file() else _require(info, root, rel)
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            golds = _Golds()
-            for answer in rec["answer"]:
-                arg = str(answer["answer_argument"])
-                if answer.get("answer_type") == "Entity":
-                    golds.add(freebase_id(arg), answer.get("entity_name") or "")
-                else:
-                    golds.add(None, arg)
-            metadata: dict[str, Any] = {
-                "dataset": info.name, "split": split,
-                "level": rec.get("level"),
-                "function": rec.get("function"),
-                "num_edge": rec.get("num_edge"),
-                "num_node": rec.get("num_node"),
-                "domains": rec.get("domains"),
-                "s_expression": rec.get("s_expression"),
-                "sparql": rec.get("sparql_query"),
-            }
-            if rec.get("hops") is not None:  # only some of ToG's sample carry it
-                metadata["hops"] = rec["hops"]
-            questions.append(_question(str(rec["qid"]), _text(rec["question"], "question"),
-                                       _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                                       metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        golds = _Golds()
+        for answer in rec["answer"]:
+            arg = str(answer["answer_argument"])
+            if answer.get("answer_type") == "Entity":
+                golds.add(freebase_id(arg), answer.get("entity_name") or "")
+            else:
+                golds.add(None, arg)
+        metadata: dict[str, Any] = {
+            "dataset": info.name, "split": split,
+            "level": rec.get("level"),
+            "function": rec.get("function"),
+            "num_edge": rec.get("num_edge"),
+            "num_node": rec.get("num_node"),
+            "domains": rec.get("domains"),
+            "s_expression": rec.get("s_expression"),
+            "sparql": rec.get("sparql_query"),
+        }
+        if rec.get("hops") is not None:  # only some of ToG's sample carry it
+            metadata["hops"] = rec["hops"]
+        return _question(str(rec["qid"]), _text(rec["question"], "question"),
+                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                         metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -564,22 +577,22 @@ _WIKIDATA_ID_RE = re.compile(r"^[QLP]\d+$")
 def _load_qald(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     path = _require(info, root, info.files[split][0])
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            golds = _Golds()
-            for key, value in _mapping(rec["answer"], "answer").items():
-                key = wikidata_id(str(key))
-                name = str(value) if value is not None else ""
-                if _WIKIDATA_ID_RE.match(key):
-                    golds.add(key, name)
-                else:  # literals are stored as value -> value
-                    golds.add(None, name or key)
-            metadata = {"dataset": info.name, "split": split, "sparql": rec.get("sparql")}
-            questions.append(_question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                                       _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id),
-                                       golds.items, metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        golds = _Golds()
+        for key, value in _mapping(rec["answer"], "answer").items():
+            key = wikidata_id(str(key))
+            name = str(value) if value is not None else ""
+            if _WIKIDATA_ID_RE.match(key):
+                golds.add(key, name)
+            else:  # literals are stored as value -> value
+                golds.add(None, name or key)
+        metadata = {"dataset": info.name, "split": split, "sparql": rec.get("sparql")}
+        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                         _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id),
+                         golds.items, metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -596,20 +609,18 @@ register_dataset(DatasetInfo(
 def _load_webquestions(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     path = _require(info, root, info.files[split][0])
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            golds = _Golds()
-            for name in rec["answers"]:
-                golds.add(None, _text(name, "answers[]"))
-            metadata: dict[str, Any] = {"dataset": info.name, "split": split, "url": rec.get("url")}
-            wikidata = _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id)
-            if wikidata:
-                metadata["wikidata_topic_entities"] = [t.model_dump() for t in wikidata]
-            questions.append(_question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                                       _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                                       metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        golds = _Golds()
+        for name in rec["answers"]:
+            golds.add(None, _text(name, "answers[]"))
+        metadata: dict[str, Any] = {"dataset": info.name, "split": split, "url": rec.get("url")}
+        _note_wikidata_topics(metadata, rec)
+        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                         metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(
@@ -626,16 +637,16 @@ register_dataset(DatasetInfo(
 def _load_simplequestions(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     path = _require(info, root, info.files[split][0])
     records = _json_list(path)
-    questions = []
-    for i, rec in enumerate(records[:limit] if limit is not None else records):
-        with _record(path, i):
-            golds = _Golds()
-            golds.add(None, _text(rec["answer"], "answer"))
-            metadata = {"dataset": info.name, "split": split, "hops": 1, "relation": rec.get("relation")}
-            questions.append(_question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                                       _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                                       metadata))
-    return questions
+
+    def build(i: int, rec: Any) -> Question:
+        golds = _Golds()
+        golds.add(None, _text(rec["answer"], "answer"))
+        metadata = {"dataset": info.name, "split": split, "hops": 1, "relation": rec.get("relation")}
+        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                         metadata)
+
+    return _each_record(path, records, limit, build)
 
 
 register_dataset(DatasetInfo(

@@ -246,6 +246,15 @@ def _gather_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return starts + np.arange(total, dtype=np.int64), owners
 
 
+def _run_starts(ordered: np.ndarray) -> np.ndarray:
+    """Mask of the positions of a sorted array where a new value begins (the first of each run of equal values)."""
+    starts = np.empty(len(ordered), dtype=bool)
+    if len(ordered):
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    return starts
+
+
 def _first_occurrence_unique(values: np.ndarray) -> np.ndarray:
     """Distinct values in order of first appearance (stable, unlike np.unique)."""
     if len(values) == 0:
@@ -253,8 +262,7 @@ def _first_occurrence_unique(values: np.ndarray) -> np.ndarray:
     # Sort-based: numpy 2.4's hash-based np.unique is 20-40x slower on large integer arrays.
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    first = order[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-    return values[np.sort(first)]
+    return values[np.sort(order[_run_starts(ordered)])]
 
 
 def _unique_sorted(values: np.ndarray) -> np.ndarray:
@@ -262,7 +270,7 @@ def _unique_sorted(values: np.ndarray) -> np.ndarray:
     if len(values) == 0:
         return values
     ordered = np.sort(values)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+    return ordered[_run_starts(ordered)]
 
 
 class _Adjacency:
@@ -285,12 +293,7 @@ class _Adjacency:
     @staticmethod
     def save(directory: Path, stem: str, edge_keys: np.ndarray, others: np.ndarray, nodes: int, relations: int) -> int:
         """Write one direction from its edges sorted by (key = node * R + relation, other end); returns the pair count."""
-        boundary = np.empty(len(edge_keys), dtype=bool)
-        if len(edge_keys):
-            boundary[0] = True
-            np.not_equal(edge_keys[1:], edge_keys[:-1], out=boundary[1:])
-        starts = np.flatnonzero(boundary)
-        del boundary
+        starts = np.flatnonzero(_run_starts(edge_keys))
         pair_key = edge_keys[starts]
         np.save(directory / f"{stem}.pair_key.npy", pair_key)
         np.save(directory / f"{stem}.pair_ptr.npy", np.append(starts, len(edge_keys)).astype(np.int64))
@@ -603,7 +606,7 @@ class EmbeddedKG:
         key = normalize_label(label)
         if not key:
             return []
-        exact = self._label_positions(key)
+        exact = self._nodes_labelled(key)
         matches = [EntityMatch(e, self._names.get(n), 1.0) for n, e in zip(exact, self._ids(exact), strict=True)]
         if not fuzzy or len(matches) >= limit:
             return matches[:limit]
@@ -621,7 +624,7 @@ class EmbeddedKG:
         matches.sort(key=lambda m: -m.score)
         return matches[:limit]
 
-    def _label_positions(self, key: str) -> list[int]:
+    def _nodes_labelled(self, key: str) -> list[int]:
         """Nodes whose normalised name is ``key``, in node order."""
         wanted = key.encode("utf-8")
         raw, nodes = self._label_keys.raw, self._label_nodes
@@ -700,8 +703,8 @@ def _sorted_edges(sources: np.ndarray, rels: np.ndarray, others: np.ndarray, N: 
         combined *= N
         combined += others
         combined.sort()
-        if len(combined) and not distinct:
-            combined = combined[np.concatenate(([True], combined[1:] != combined[:-1]))]
+        if not distinct:
+            combined = combined[_run_starts(combined)]
         return np.divmod(combined, N)
     keys = sources * R + rels
     order = np.lexsort((others, keys))
@@ -723,10 +726,6 @@ class _PhaseClock:
         now = time.perf_counter()
         self.laps[phase] = round(now - self._last, 3)
         self._last = now
-
-
-def _as_large_strings(values: pa.Array | list[str]) -> pa.Array:
-    return values if isinstance(values, pa.Array) else pa.array(values, type=pa.large_string(), memory_pool=_POOL)
 
 
 def _large_strings(values: StringColumn, what: str) -> pa.Array:
@@ -861,7 +860,7 @@ class EmbeddedKGBuilder:
         if len(entity_col) != len(name_col):
             raise DataError(f"name columns differ in length: {len(entity_col)} entities, {len(name_col)} names")
         self._flush_names()
-        self._append_names(entity_col, pc.coalesce(name_col, "", memory_pool=_POOL))
+        self._append_names(entity_col, name_col)
         return len(entity_col)
 
     @property
@@ -886,12 +885,12 @@ class EmbeddedKGBuilder:
     def _relation_codes(self, relations: pa.Array) -> np.ndarray:
         # Relations are few: encode the batch, then give each distinct one its global id through a small dict.
         encoded = pc.dictionary_encode(relations, memory_pool=_POOL)
+        distinct = encoded.dictionary.to_pylist()
         table = self._rel_ids
-        for relation in encoded.dictionary.to_pylist():
+        for relation in distinct:
             if relation not in table:
                 table[relation] = len(table)
-        lookup = np.fromiter(map(table.__getitem__, encoded.dictionary.to_pylist()), dtype=np.int32,
-                             count=len(encoded.dictionary))
+        lookup = np.fromiter(map(table.__getitem__, distinct), dtype=np.int32, count=len(distinct))
         return lookup[encoded.indices.to_numpy()]
 
     def _check_usable(self) -> None:
@@ -936,7 +935,8 @@ class EmbeddedKGBuilder:
 
     def _encode_triples(self, heads: pa.Array | list[str], relations: pa.Array | list[str],
                         tails: pa.Array | list[str]) -> None:
-        heads, relations, tails = (_as_large_strings(col) for col in (heads, relations, tails))
+        heads, relations, tails = (_large_strings(col, what) for col, what in
+                                   ((heads, "head column"), (relations, "relation column"), (tails, "tail column")))
         # Everything is encoded before anything is appended, so an error leaves the columns the same length.
         head_codes, tail_codes = self._node_codes(heads, tails)
         rel_codes = self._relation_codes(relations)
@@ -948,8 +948,8 @@ class EmbeddedKGBuilder:
         self._submit(self._encode_names, entities, names)
 
     def _encode_names(self, entities: pa.Array | list[str], names: pa.Array | list[str]) -> None:
-        entities = _as_large_strings(entities)
-        names = pc.coalesce(_as_large_strings(names), "", memory_pool=_POOL)  # a missing name: names nothing
+        entities = _large_strings(entities, "entity column")
+        names = pc.coalesce(_large_strings(names, "name column"), "", memory_pool=_POOL)  # a missing name: names nothing
         (codes,) = self._node_codes(entities)
         self._name_nodes.frombytes(codes.astype(np.int32, copy=False).tobytes())
         self._name_values.append(names)
@@ -1098,7 +1098,7 @@ class EmbeddedKGBuilder:
         given = np.flatnonzero(pc.greater(pc.binary_length(values), 0).to_numpy(zero_copy_only=False))
         by_node = given[np.argsort(named[given], kind="stable")]
         ordered = named[by_node]
-        first = by_node[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else by_node
+        first = by_node[_run_starts(ordered)]
         del by_node, ordered
         source = np.full(N, -1, dtype=np.int64)  # where each node's name comes from in ``values``
         source[named[first]] = first

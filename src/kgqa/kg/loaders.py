@@ -183,16 +183,19 @@ def _relation(text: str) -> str:
     return value
 
 
-def _add_triple(builder: Sink, report: LoadReport, where: str, head: str, rel: str, tail: str,
-                skip_bad: bool) -> None:
+def _add_triple(builder: Sink, report: LoadReport, head: str, rel: str, tail: str, skip_bad: bool, where: str,
+                line: int | None = None) -> bool:
+    """Hand one triple to the builder and count it; a refusal is a bad line at ``where`` (``where:line``), formatted
+    only then. Returns whether the triple was added."""
     try:
         builder.add_triple(head, rel, tail)
-    except ImportAborted:
+    except ImportAborted:  # the import as a whole cannot go on: never a line to skip
         raise
     except KGQAError as exc:  # the builder refuses what the loader let through (e.g. a literal head)
-        _handle_bad(report, where, str(exc), skip_bad)
-        return
+        _handle_bad(report, where if line is None else f"{where}:{line}", str(exc), skip_bad)
+        return False
     report.triples += 1
+    return True
 
 
 def _finish(report: LoadReport, started: float) -> LoadReport:
@@ -222,7 +225,7 @@ def load_metaqa(builder: Sink, path: Path, *, skip_bad: bool = False) -> LoadRep
     path = Path(path)
     report = LoadReport("metaqa", [str(path)])
     named: set[str] = set()  # one add_name per entity; MetaQA is small enough to remember its labels
-    add_triple, add_name, fast = builder.add_triple, builder.add_name, _METAQA_FAST_RE.match
+    add_name, fast, where = builder.add_name, _METAQA_FAST_RE.match, str(path)
     for number, line in _lines(path, report):
         match = fast(line)
         if match:
@@ -244,14 +247,8 @@ def load_metaqa(builder: Sink, path: Path, *, skip_bad: bool = False) -> LoadRep
             except _BadLine as exc:
                 _handle_bad(report, f"{path}:{number}", str(exc), skip_bad)
                 continue
-        try:
-            add_triple(head, rel, tail)
-        except ImportAborted:
-            raise
-        except KGQAError as exc:
-            _handle_bad(report, f"{path}:{number}", str(exc), skip_bad)
+        if not _add_triple(builder, report, head, rel, tail, skip_bad, where, number):
             continue
-        report.triples += 1
         if head not in named:
             named.add(head)
             add_name(head, head)
@@ -275,7 +272,7 @@ def _freebase_tail(value: str) -> str:
 def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: bool, *, freebase: bool,
                       entities: set[str] | None = None) -> None:
     """The TSV core shared by ``tsv`` and the Freebase gold-path file; ``entities`` collects non-literal ids."""
-    add_triple, fast = builder.add_triple, _TSV_FAST_RE.match
+    fast, where = _TSV_FAST_RE.match, str(path)
     for number, line in _lines(path, report):
         match = fast(line)
         if match:
@@ -296,14 +293,8 @@ def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: b
                 continue
         if freebase:
             tail = _freebase_tail(tail)
-        try:
-            add_triple(head, rel, tail)
-        except ImportAborted:
-            raise
-        except KGQAError as exc:
-            _handle_bad(report, f"{path}:{number}", str(exc), skip_bad)
+        if not _add_triple(builder, report, head, rel, tail, skip_bad, where, number):
             continue
-        report.triples += 1
         if entities is not None:
             entities.add(head)
             if not tail.startswith('"'):
@@ -755,7 +746,7 @@ def load_fb15k237(builder: Sink, directory: Path, *, skip_bad: bool = False,
                 entities.add(head)
                 entities.add(tail)
             if len(hops) == 1:
-                _add_triple(builder, report, where, head, hops[0], tail, skip_bad)
+                _add_triple(builder, report, head, hops[0], tail, skip_bad, where)
                 continue
             # A compound relation walks through one mediator per hop boundary (FB15k-237 only has two-hop ones).
             nodes = [head]
@@ -764,7 +755,7 @@ def load_fb15k237(builder: Sink, directory: Path, *, skip_bad: bool = False,
                 report.synthetic_cvts += 1
             nodes.append(tail)
             for k, hop in enumerate(hops):
-                _add_triple(builder, report, where, nodes[k], hop, nodes[k + 1], skip_bad)
+                _add_triple(builder, report, nodes[k], hop, nodes[k + 1], skip_bad, where)
         if header_seen and expected != listed and not skip_bad:
             raise DataError(f"{path}: the count line says {expected} triples but {listed} were listed")
     return _finish(report, started)

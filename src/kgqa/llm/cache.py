@@ -1,7 +1,7 @@
 """A persistent request cache in SQLite, keyed by model identity + messages + parameters.
 
-WAL journal and a busy timeout make it safe with several writer processes (parallel runs sharing one cache); each thread
-and each process opens its own connection. By default only deterministic calls (temperature 0) are cached; a call can
+The file is a :class:`kgqa.localdb.LocalSQLite`: safe with several writer processes (parallel runs sharing one cache). By
+default only deterministic calls (temperature 0) are cached; a call can
 force it either way with ``cache=True/False``.
 """
 
@@ -10,15 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from kgqa.errors import ConfigError
 from kgqa.llm.base import Completion, Usage, normalize_params, validate_messages
 from kgqa.llm.settings import cache_dir
+from kgqa.localdb import LocalSQLite
 
 CACHE_FILE = "llm-cache.sqlite3"
 _SCHEMA = """
@@ -46,38 +43,11 @@ class SQLiteCache:
     """The cache file itself: ``get`` / ``put`` by key. Safe across threads and processes."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        if path is None:
-            file = cache_dir() / CACHE_FILE
-        else:
-            file = Path(path).expanduser()
-            if file.is_dir() or not file.suffix:  # a folder (existing, or a path without an extension)
-                file = file / CACHE_FILE
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"LLM cache location {file.parent} cannot be created: {exc}") from None
-        self.path = file
-        self._local = threading.local()
-        self._connect()  # fail early, with a clear error, if the file is unusable
-
-    def _connect(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
-        try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=True)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"LLM cache {self.path} cannot be opened as SQLite: {exc}") from None
-        self._local.conn = conn
-        self._local.pid = os.getpid()  # a connection must not cross a fork
-        return conn
+        self._db = LocalSQLite(path, cache_dir(), CACHE_FILE, _SCHEMA, "LLM cache")
+        self.path = self._db.path
 
     def get(self, key: str) -> tuple[str, Any | None, Usage, str] | None:
-        row = self._connect().execute(
+        row = self._db.connect().execute(
             "SELECT text, json, prompt_tokens, completion_tokens, model FROM completions WHERE key = ?", (key,)
         ).fetchone()
         if row is None:
@@ -87,23 +57,20 @@ class SQLiteCache:
 
     def put(self, key: str, completion: Completion) -> None:
         raw_json = json.dumps(completion.json) if completion.json is not None else None
-        self._connect().execute(
+        self._db.connect().execute(
             "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)",
             (key, completion.model, completion.text, raw_json, completion.usage.prompt_tokens,
              completion.usage.completion_tokens, time.time()),
         )
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+        return int(self._db.connect().execute("SELECT COUNT(*) FROM completions").fetchone()[0])
 
     def clear(self) -> None:
-        self._connect().execute("DELETE FROM completions")
+        self._db.connect().execute("DELETE FROM completions")
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._db.close()
 
 
 class CachedModel:

@@ -28,23 +28,6 @@ if TYPE_CHECKING:  # the LLM and text layers are optional at import time
     from kgqa.llm.base import ChatModel
     from kgqa.text.base import Embedder
 
-__all__ = [
-    "GROUNDING_WEIGHTS",
-    "AnswerItem",
-    "GoldAnswer",
-    "Grounding",
-    "Method",
-    "MethodContext",
-    "Prediction",
-    "Question",
-    "TopicEntity",
-    "Trace",
-    "discover_methods",
-    "get_method",
-    "method_names",
-    "register_method",
-]
-
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Questions

@@ -1,23 +1,20 @@
 """Persistent embeddings: each distinct text is embedded once per embedder and kept in SQLite under the cache dir.
 
 Used for a KG's relation names and entity labels, which every question of a run (and every later run) scores again.
-Safe with several processes (WAL, busy timeout), like the LLM cache.
+Safe with several processes, like the LLM cache (both are a :class:`kgqa.localdb.LocalSQLite`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kgqa.errors import ConfigError
 from kgqa.llm.settings import cache_dir
+from kgqa.localdb import LocalSQLite
 from kgqa.normalize import normalize_label
 from kgqa.text.base import Embedder, check_texts
 
@@ -43,36 +40,13 @@ class EmbeddingStore:
     def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None) -> None:
         self.embedder = embedder
         file_name = f"{_SAFE_RE.sub('_', embedder.name)}-{embedder.dim}.sqlite3"
-        if path is None:
-            file = cache_dir() / "embeddings" / file_name
-        else:
-            file = Path(path).expanduser()
-            if file.is_dir() or not file.suffix:
-                file = file / file_name
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"embedding store location {file.parent} cannot be created: {exc}") from None
-        self.path = file
-        self._local = threading.local()
-        self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
-        try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("CREATE TABLE IF NOT EXISTS vectors (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"embedding store {self.path} cannot be opened as SQLite: {exc}") from None
-        self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
+        self._db = LocalSQLite(path, cache_dir() / "embeddings", file_name,
+                               "CREATE TABLE IF NOT EXISTS vectors (text TEXT PRIMARY KEY, vec BLOB NOT NULL)",
+                               "embedding store")
+        self.path = self._db.path
 
     def _fetch(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        conn = self._connect()
+        conn = self._db.connect()
         found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(texts))
         for start in range(0, len(unique), _CHUNK):
@@ -91,7 +65,7 @@ class EmbeddingStore:
         if missing:
             vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
             rows = [(t, vectors[i].tobytes()) for i, t in enumerate(missing)]
-            conn = self._connect()
+            conn = self._db.connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
@@ -106,13 +80,10 @@ class EmbeddingStore:
         return out
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+        return int(self._db.connect().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._db.close()
 
 
 def embed_relations(kg: Any, store: EmbeddingStore) -> tuple[list[str], np.ndarray]:
