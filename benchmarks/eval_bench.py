@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kgqa.core import AnswerItem, GoldAnswer, Grounding, Prediction, Question
 from kgqa.eval.datasets import DATA_DIR_ENV, load_dataset
 from kgqa.eval.metrics import QuestionScore, clear_caches, score_prediction, summarize
-from kgqa.methods.base import AnswerItem, GoldAnswer, Grounding, Prediction, Question
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_S = 2.0

@@ -36,14 +36,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kgqa.core import AnswerItem, Grounding, Prediction, Question
 from kgqa.eval.datasets import DATA_DIR_ENV, load_dataset
 from kgqa.eval.metrics import score_prediction
 from kgqa.eval.runner import run_eval
 from kgqa.llm.accounting import RecordedModel, Recorder
 from kgqa.llm.prompts import PromptBook
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.methods.base import AnswerItem, Grounding, Prediction, Question
-from kgqa.steps.generate import DirectAnswer, generate_answers
+from kgqa.methods.llm_only import DirectAnswer, generate_answers
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_QPS = 200.0

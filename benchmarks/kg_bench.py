@@ -62,9 +62,16 @@ TARGETS: dict[str, tuple[str, float, str]] = {
 TARGET_SIZE = 10_000_000
 
 OPS = ["relations_out", "relations_in", "neighbors", "chain_1hop", "chain_2hop", "chain_3hop", "chain_2hop_bindings",
-       "chain_relations", "filter_by_constraint", "names_100", "search_exact", "search_fuzzy"]
+       "chain_relations", "filter_by_constraint", "names_100", "search_exact", "search_fuzzy",
+       "neighbors_many", "subgraph", "neighbors_many_generic", "subgraph_generic"]
+#: The generic derived operations (kgqa.kg.derived.DerivedOps over the backend's primitives), timed on the embedded store
+#: only: on a server each would be one HTTP round trip per primitive call.
+EMBEDDED_ONLY = {"neighbors_many_generic", "subgraph_generic"}
 CHAIN_LIMIT = 1000
 NEIGHBOR_LIMIT = 100
+#: neighbors_many: entities per call; subgraph: a ToG/FoG-sized BFS around one topic.
+MANY_ENTITIES = 50
+SUBGRAPH_OPTIONS = {"depth": 2, "max_per_node": 20, "max_triples": 1000}
 
 
 #: How the generator feeds the builder by default (see kg_gen.GeneratedKG.feed and --feed): arrow columns, as a
@@ -235,6 +242,28 @@ def make_workload(kg: Any, n: int, seed: int) -> dict[str, list[dict[str, Any]]]
         name = kg.names[e]
         w["search_exact"].append({"label": name.lower() if i % 2 else name, "expect": ids[e]})
     w["search_fuzzy"] = [{"label": add_typos(kg.names[e], rng), "expect": ids[e]} for e in named_picks(n)]
+    # The batched operations draw from a generator of their own, so the queries above stay those of earlier runs.
+    extra = np.random.default_rng([seed, 20241])
+    by_relation = np.argsort(kg.rels, kind="stable")
+    relation_starts = np.searchsorted(kg.rels[by_relation], np.arange(len(rels) + 1))
+    facts = np.flatnonzero(~noise[kg.rels])
+    w["neighbors_many"] = []
+    for _ in range(n):
+        # Entities that share a relation (a frontier, as a method's exploration step has one): the heads (out) or tails
+        # (in) of random triples of one relation.
+        relation = int(kg.rels[facts[int(extra.integers(len(facts)))]])
+        lo, hi = int(relation_starts[relation]), int(relation_starts[relation + 1])
+        picked = by_relation[extra.integers(lo, hi, size=MANY_ENTITIES)]
+        direction = "out" if extra.random() < 0.5 else "in"
+        ends = heads[picked] if direction == "out" else tails[picked]
+        w["neighbors_many"].append({"entities": list(dict.fromkeys(ids[int(e)] for e in ends)),
+                                    "relation": rels[relation], "direction": direction})
+    half = n // 2
+    seeds = extra.permutation(np.concatenate([extra.choice(candidates, size=half),
+                                              extra.choice(candidates, size=n - half, p=weights)])).tolist()
+    w["subgraph"] = [{"seeds": [ids[e]]} for e in seeds]
+    w["neighbors_many_generic"] = [dict(q) for q in w["neighbors_many"]]
+    w["subgraph_generic"] = [dict(q) for q in w["subgraph"]]
     return w
 
 
@@ -282,6 +311,10 @@ class Op:
 
 def _ops() -> dict[str, Op]:
     from kgqa.kg import ConstraintChain, Direction, parse_chain
+    from kgqa.kg.derived import DerivedOps
+
+    def many_args(q: dict[str, Any]) -> tuple[Any, ...]:
+        return q["entities"], q["relation"], Direction.parse(q["direction"])
 
     def chain_summary(result: Any, q: dict[str, Any]) -> dict[str, Any]:
         comparable = not result.truncated and len(result.entities) < CHAIN_LIMIT
@@ -304,6 +337,14 @@ def _ops() -> dict[str, Op]:
     def names_summary(result: dict[str, str | None], q: dict[str, Any]) -> dict[str, Any]:
         return {"n": sum(v is not None for v in result.values()),
                 "fp": _fp([f"{k}={v}" for k, v in result.items()])}
+
+    def many_summary(result: dict[str, list[str]], q: dict[str, Any]) -> dict[str, Any]:
+        comparable = all(len(found) < NEIGHBOR_LIMIT for found in result.values())
+        return {"n": sum(len(found) for found in result.values()),
+                "fp": _fp([f"{e}={','.join(sorted(found))}" for e, found in result.items()]) if comparable else None}
+
+    def subgraph_summary(result: Any, q: dict[str, Any]) -> dict[str, Any]:
+        return {"n": len(result.triples), "fp": None if result.truncated else _fp(["|".join(t) for t in result.triples])}
 
     def search_summary(result: list[Any], q: dict[str, Any]) -> dict[str, Any]:
         found = [m.id for m in result]
@@ -333,6 +374,15 @@ def _ops() -> dict[str, Op]:
         "search_exact": Op(lambda q: (q["label"],), lambda kg, label: kg.search(label, limit=10), search_summary),
         "search_fuzzy": Op(lambda q: (q["label"],), lambda kg, label: kg.search(label, fuzzy=True, limit=10),
                            search_summary),
+        "neighbors_many": Op(many_args, lambda kg, es, r, d: kg.neighbors_many(es, r, d, NEIGHBOR_LIMIT), many_summary),
+        "subgraph": Op(lambda q: (q["seeds"],), lambda kg, seeds: kg.subgraph(seeds, **SUBGRAPH_OPTIONS),
+                       subgraph_summary),
+        # The generic versions, called unbound on the backend (which inherits DerivedOps): they use its primitives.
+        "neighbors_many_generic": Op(many_args,
+                                     lambda kg, es, r, d: DerivedOps.neighbors_many(kg, es, r, d, NEIGHBOR_LIMIT),
+                                     many_summary),
+        "subgraph_generic": Op(lambda q: (q["seeds"],),
+                               lambda kg, seeds: DerivedOps.subgraph(kg, seeds, **SUBGRAPH_OPTIONS), subgraph_summary),
     }
 
 
@@ -341,13 +391,15 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def run_workload(kg: Any, workload: dict[str, list[dict[str, Any]]], *, budget_s: float, warmup: int,
-                 profile_dir: Path | None = None) -> dict[str, Any]:
+                 profile_dir: Path | None = None, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """Time every operation over its queries. The first ``warmup`` queries run once untimed first (lazy opens, caches);
     an operation stops early when it has used ``budget_s`` seconds (reported as ``n`` < queries)."""
     ops = _ops()
     out: dict[str, Any] = {}
     for name in OPS:
-        queries = workload.get(name, [])
+        if name in skip or name not in workload:
+            continue
+        queries = workload[name]
         op = ops[name]
         prepared = [op.prepare(q) for q in queries]
         first_call_ms = None
@@ -607,7 +659,7 @@ def stage_server(workdir: Path, kind: str, budget_s: float, warmup: int, timeout
         load_s = time.perf_counter() - started
         log(f"{kind}: loaded and serving in {load_s:.1f}s at {server.url}")
         kg = _sparql_kg(server.url, timeout, getattr(server, "graph", None))
-        ops = run_workload(kg, workload, budget_s=budget_s, warmup=warmup)
+        ops = run_workload(kg, workload, budget_s=budget_s, warmup=warmup, skip=EMBEDDED_ONLY)
         with contextlib.suppress(Exception):
             kg.close()
         rss = tree_rss(server.proc.pid) if server.proc is not None else 0
@@ -767,6 +819,11 @@ def bench_size(size: int, args: argparse.Namespace, workdir: Path) -> dict[str, 
                            *(["--profile"] if args.profile else []))
     entry["embedded"] = embedded
     emb_ops = embedded.get("ops", {})
+    # The generic derived operations against the store's native ones: same answers (untruncated), and the speed-up.
+    generic = {name[:-len("_generic")]: entry for name, entry in emb_ops.items() if name.endswith("_generic")}
+    if generic:
+        native = {name: emb_ops[name] for name in generic if name in emb_ops}
+        embedded["generic_vs_native"] = {"agreement": agreement(native, generic), "ratios": ratios(native, generic)}
 
     run_servers = not args.no_servers and any(abs(size - s) < 1 for s in args.server_sizes)
     reason = _servers_available() if run_servers else None
@@ -954,13 +1011,25 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                     agree_text += " (" + ", ".join(extra) + ")"
                 row += f" {_fmt(s.get('p50_ms'))} | {_fmt(s.get('p95_ms'))} | {_fmt(ratio)} | {agree_text} |"
             lines.append(row)
+        versus = emb.get("generic_vs_native", {})
+        if versus.get("ratios"):
+            parts = []
+            for name, ratio in versus["ratios"].items():
+                agree = versus.get("agreement", {}).get(name)
+                parts.append(f"`{name}` {_fmt(ratio.get('p50'))}x slower at p50"
+                             + (f" ({agree['agree']}/{agree['compared']} untruncated answers identical)" if agree else ""))
+            lines += ["", "Generic derived operations (DerivedOps over the store's primitives) against the store's "
+                          "native ones: " + "; ".join(parts) + "."]
     lines += ["", "Operations: `relations_*` = relations(entity, out/in); `neighbors` = neighbors(entity, relation, "
               f"direction, limit={NEIGHBOR_LIMIT}); `chain_Nhop` = run_chain from one topic along a real N-hop path "
               f"(limit {CHAIN_LIMIT}); `chain_2hop_bindings` = the same with paths; `chain_relations` = relations at "
               "the end of a 1-hop chain; `filter_by_constraint` = a 2-hop main chain with a 1-hop constraint off the "
               "middle (CVT) node or the answer; `names_100` = names of 100 random nodes; `search_exact` / "
-              "`search_fuzzy` = label search (fuzzy with 1-2 typos injected), limit 10. Topic entities: half uniform, "
-              "half degree-weighted."]
+              "`search_fuzzy` = label search (fuzzy with 1-2 typos injected), limit 10; `neighbors_many` = "
+              f"neighbours of up to {MANY_ENTITIES} entities sharing a relation, limit {NEIGHBOR_LIMIT} each; "
+              "`subgraph` = a BFS around one topic (depth {depth}, {max_per_node} edges per node, {max_triples} "
+              "triples at most); `*_generic` = the same through the generic DerivedOps (embedded store only). Topic "
+              "entities: half uniform, half degree-weighted.".format(**SUBGRAPH_OPTIONS)]
     path.write_text("\n".join(lines) + "\n")
 
 

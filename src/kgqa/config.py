@@ -7,6 +7,8 @@ The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else `
     cache_dir = "~/.cache/kgqa"    # KGQA_CACHE_DIR: LLM cache, demo KG, embeddings
     kg = "demo"                    # KGQA_KG: default KG spec
     llm = "local:smollm2"          # KGQA_LLM: default model spec
+    method = "ccor"                # KGQA_METHOD: default method of kgqa ask and kgqa eval
+    plugins = ["mypkg.methods"]    # KGQA_PLUGINS (comma-separated): modules imported to register methods, datasets...
 
 Every key may also be given as an environment variable named ``KGQA_`` + the key in upper case.
 """
@@ -26,6 +28,9 @@ DEFAULTS: dict[str, Any] = {
     "cache_dir": "~/.cache/kgqa",
     "kg": "demo",
     "llm": "local:smollm2",
+    # The one place outside methods/ that names a method: what `kgqa ask` and `kgqa eval` run when --method is not given.
+    "method": "ccor",
+    "plugins": None,
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kgqa.core import AnswerItem, GoldAnswer, Grounding, Prediction, Question
 from kgqa.errors import DataError
 from kgqa.eval.datasets import DATA_DIR_ENV, load_dataset
 from kgqa.eval.metrics import (
@@ -21,7 +22,6 @@ from kgqa.eval.metrics import (
     score_prediction,
     summarize,
 )
-from kgqa.methods.base import AnswerItem, GoldAnswer, Grounding, Prediction, Question
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

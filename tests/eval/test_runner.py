@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from kgqa.core import AnswerItem, GoldAnswer, Grounding, MethodContext, Prediction, Question, TopicEntity
 from kgqa.errors import ConfigError
 from kgqa.eval.datasets import load_dataset
 from kgqa.eval.runner import (
@@ -33,7 +34,6 @@ from kgqa.eval.runner import (
 )
 from kgqa.kg.embedded import EmbeddedKGBuilder
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.methods.base import AnswerItem, GoldAnswer, Grounding, MethodContext, Prediction, Question, TopicEntity
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 REPO = Path(__file__).resolve().parents[2]
@@ -349,7 +349,8 @@ def test_method_config_reaches_the_method_from_the_command_line(tmp_path: Path, 
     done = kgqa(eval_args(rules, out, 10, "--no-report", "--method-config", "max_answers=1"), cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert all(len(r["answers"]) <= 1 for r in read_results(out))
-    assert json.loads((out / "config.json").read_text())["method_config"] == {"max_answers": 1}
+    run_config = json.loads((out / "config.json").read_text())
+    assert run_config["method_config"] == {"max_answers": 1}
     bad = kgqa(eval_args(rules, tmp_path / "bad", 10, "--method-config", "max_answers=0"), cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "max_answers" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "bad").exists()  # a bad configuration leaves nothing behind

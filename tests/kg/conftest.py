@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kgqa.kg.base import make_literal
+from kgqa.kg.base import Direction, EntityMatch, KGStats, make_literal
+from kgqa.kg.derived import DerivedOps
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
+from kgqa.kg.schema import Schema
 from kgqa.kg.servers import OxigraphServer, VirtuosoServer, export_ntriples
 from kgqa.kg.sparql import SparqlKG
 
@@ -209,6 +211,78 @@ def virtuoso_kg(virtuoso_server: VirtuosoServer) -> Iterator[SparqlKG]:
 def sparql_kg(request: pytest.FixtureRequest) -> SparqlKG:
     """Each SPARQL server in turn (session scope, so hypothesis tests can use it)."""
     return request.getfixturevalue(f"{request.param}_kg")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The generic derived operations over a backend's primitives
+
+
+class PrimitivesOnly(DerivedOps):
+    """A backend seen only through its primitives (:class:`~kgqa.kg.base.KGCore`): every derived operation is the
+    generic one of :class:`~kgqa.kg.derived.DerivedOps`, run over the wrapped backend's relations / neighbors /
+    has_entity. ``calls`` counts the primitive calls."""
+
+    def __init__(self, inner: EmbeddedKG | SparqlKG) -> None:
+        self.inner = inner
+        self.max_frontier = inner.max_frontier
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"PrimitivesOnly({self.inner!r})"
+
+    @property
+    def schema(self) -> Schema:
+        return self.inner.schema
+
+    def relations(self, entity: str, direction: Direction | str = Direction.OUT) -> list[str]:
+        self.calls += 1
+        return self.inner.relations(entity, direction)
+
+    def neighbors(self, entity: str, relation: str, direction: Direction | str = Direction.OUT,
+                  limit: int = 100) -> list[str]:
+        self.calls += 1
+        return self.inner.neighbors(entity, relation, direction, limit=limit)
+
+    def names(self, ids: list[str]) -> dict[str, str | None]:
+        return self.inner.names(ids)
+
+    def search(self, label: str, *, fuzzy: bool = False, limit: int = 10) -> list[EntityMatch]:
+        return self.inner.search(label, fuzzy=fuzzy, limit=limit)
+
+    def has_entity(self, entity: str) -> bool:
+        self.calls += 1
+        return self.inner.has_entity(entity)
+
+    def has_relation(self, relation: str) -> bool:
+        return self.inner.has_relation(relation)
+
+    def vocabulary(self) -> list[str]:
+        return self.inner.vocabulary()
+
+    def stats(self) -> KGStats:
+        return self.inner.stats()
+
+    def close(self) -> None:  # the wrapped backend belongs to its fixture
+        pass
+
+
+@pytest.fixture(scope="session")
+def primitives_only() -> type[PrimitivesOnly]:
+    """The :class:`PrimitivesOnly` wrapper class (conftest is not importable from the tests)."""
+    return PrimitivesOnly
+
+
+DERIVED_FORMS = ["oxigraph", pytest.param("virtuoso", marks=pytest.mark.virtuoso), "embedded-generic",
+                 "oxigraph-generic", pytest.param("virtuoso-generic", marks=pytest.mark.virtuoso)]
+
+
+@pytest.fixture(scope="session", params=DERIVED_FORMS)
+def derived_kg(request: pytest.FixtureRequest) -> EmbeddedKG | SparqlKG | PrimitivesOnly:
+    """Every form of the derived operations the embedded store's native ones are compared with: each SPARQL server's
+    native (compiled) version, and the generic version over the primitives of the embedded store and of each server."""
+    backend, _, form = request.param.partition("-")
+    kg = request.getfixturevalue(f"{backend}_kg")
+    return PrimitivesOnly(kg) if form == "generic" else kg
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from rapidfuzz.distance import OSA
 
 from kgqa.errors import DataError, ImportAborted, KGError
-from kgqa.kg import embedded
 from kgqa.kg.base import make_literal
 from kgqa.kg.embedded import (
     META_FILE,
@@ -26,6 +25,7 @@ from kgqa.kg.embedded import (
     _packed,
     _unify,
 )
+from kgqa.kg.embedded import builder as embedded_builder
 from kgqa.kg.label_index import BLOCK_SIZE
 from kgqa.normalize import normalize_label, normalize_labels
 
@@ -191,7 +191,7 @@ def test_the_lexsort_path_for_very_large_kgs_builds_the_same_store(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     rows, names = random_kg(5)
     reference = snapshot(build_per_row(rows, names, tmp_path / "flat"))
-    monkeypatch.setattr(embedded, "_FLAT_EDGE_KEY_LIMIT", 0)  # as if (node * R + relation) * N overflowed int64
+    monkeypatch.setattr(embedded_builder, "_FLAT_EDGE_KEY_LIMIT", 0)  # as if (node * R + relation) * N overflowed int64
     fallback = build_per_row(rows, names, tmp_path / "lexsort")
     assert snapshot(fallback) == reference
     entity = rows[0][0]

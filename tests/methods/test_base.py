@@ -12,24 +12,20 @@ import pytest
 from pydantic import ValidationError
 
 import kgqa.methods
-from kgqa.errors import ConfigError
-from kgqa.methods import base
-from kgqa.methods.base import (
+from kgqa.core import (
     GROUNDING_WEIGHTS,
     AnswerItem,
     GoldAnswer,
     Grounding,
-    Method,
     MethodContext,
     Prediction,
     Question,
     TopicEntity,
     Trace,
-    discover_methods,
-    get_method,
-    method_names,
-    register_method,
 )
+from kgqa.errors import ConfigError
+from kgqa.methods.base import Method
+from kgqa.methods.registry import METHODS, discover_methods, get_method, method_names, register_method
 
 
 @pytest.fixture
@@ -37,18 +33,8 @@ def registry() -> Iterator[None]:
     """Restore the global registry (and discovery state) after a test that registers methods."""
     # Discover first: the real methods register on import, which happens once per process, so they must be in the
     # snapshot that is restored.
-    discover_methods()
-    saved = dict(base._REGISTRY)
-    saved_errors = dict(base._IMPORT_ERRORS)
-    saved_discovered = base._discovered
-    try:
+    with METHODS.restored():
         yield
-    finally:
-        base._REGISTRY.clear()
-        base._REGISTRY.update(saved)
-        base._IMPORT_ERRORS.clear()
-        base._IMPORT_ERRORS.update(saved_errors)
-        base._discovered = saved_discovered
 
 
 def test_question_round_trips_through_json() -> None:
@@ -151,7 +137,7 @@ def test_discovery_imports_subpackages_and_tolerates_broken_ones(registry: None,
     extra = tmp_path / "methods"
     (extra / "zz_good").mkdir(parents=True)
     (extra / "zz_good" / "__init__.py").write_text(
-        "from kgqa.methods.base import Prediction, register_method\n\n\n"
+        "from kgqa.core import Prediction\nfrom kgqa.methods.registry import register_method\n\n\n"
         "@register_method('zz_good')\n"
         "class Good:\n"
         "    name = 'zz_good'\n\n"

@@ -11,11 +11,11 @@ from kgqa.errors import ConfigError
 from kgqa.llm.accounting import RecordedModel, Recorder
 from kgqa.llm.base import LLMError
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.methods import Grounding, MethodContext, Question, get_method, method_names
-from kgqa.methods.cot.method import make_cot
-from kgqa.methods.io.method import make_io
+from kgqa.methods import Grounding, MethodContext, Question, get_method, method_names, solve
+from kgqa.methods.cot.method import CoTPrompting
+from kgqa.methods.io.method import IOPrompting
 
-FACTORIES = {"io": make_io, "cot": make_cot}
+FACTORIES = {"io": IOPrompting, "cot": CoTPrompting}
 QUESTION = Question(id="q1", text="which languages are spoken in the films directed by Joel Zwick")
 
 
@@ -47,7 +47,7 @@ def test_both_are_registered_and_need_no_kg() -> None:
 def test_io_asks_once_for_answers_only_and_returns_them_ranked() -> None:
     ctx, model, recorder = ctx_for([reply(answers=["Greek", " greek ", "English", ""])])
     with recorder.scope("q1"):
-        prediction = build("io").answer(QUESTION, ctx)
+        prediction = solve(build("io"), QUESTION, ctx)
     assert prediction.names == ["Greek", "English"]  # stripped, empty and case-duplicates dropped, order kept
     assert all(a.id is None for a in prediction.answers)
     assert prediction.grounding is Grounding.PARAMETRIC and prediction.error is None
@@ -65,7 +65,7 @@ def test_io_asks_once_for_answers_only_and_returns_them_ranked() -> None:
 def test_cot_reasons_step_by_step_before_answering() -> None:
     ctx, model, _ = ctx_for([reply(reasoning="Joel Zwick directed My Big Fat Greek Wedding, in Greek and English.",
                                    answers=["Greek", "English"])])
-    prediction = build("cot").answer(QUESTION, ctx)
+    prediction = solve(build("cot"), QUESTION, ctx)
     assert prediction.names == ["Greek", "English"]
     assert prediction.grounding is Grounding.PARAMETRIC
     user = model.history[0][-1]["content"]
@@ -82,7 +82,7 @@ def test_cot_reasons_step_by_step_before_answering() -> None:
 def test_zero_shot_prompts_have_no_examples() -> None:
     for name in ("io", "cot"):
         ctx, model, _ = ctx_for([reply(answers=["x"])])
-        build(name, few_shot=False).answer(QUESTION, ctx)
+        solve(build(name, few_shot=False), QUESTION, ctx)
         user = model.history[0][-1]["content"]
         assert user.count("Question:") == 1 and user.startswith(f"Question: {QUESTION.text}")
         assert "Jaws" not in user and "Switzerland" not in user
@@ -90,7 +90,7 @@ def test_zero_shot_prompts_have_no_examples() -> None:
 
 def test_max_answers_keeps_the_best_ones() -> None:
     ctx, _, _ = ctx_for([reply(answers=["a", "b", "c"])])
-    assert build("io", max_answers=2).answer(QUESTION, ctx).names == ["a", "b"]
+    assert solve(build("io", max_answers=2), QUESTION, ctx).names == ["a", "b"]
     for bad in (0, -1, "3", True):
         with pytest.raises(ConfigError, match="max_answers"):
             build("cot", max_answers=bad)
@@ -99,7 +99,7 @@ def test_max_answers_keeps_the_best_ones() -> None:
 def test_invalid_reply_is_reasked_once() -> None:
     ctx, model, recorder = ctx_for([{"replies": ["The answer is Greek.", json.dumps({"answers": ["Greek"]})]}])
     with recorder.scope("q1"):
-        prediction = build("io").answer(QUESTION, ctx)
+        prediction = solve(build("io"), QUESTION, ctx)
     assert prediction.names == ["Greek"]
     assert recorder.totals("q1").calls == 2
     assert "not valid" in model.history[1][-1]["content"]
@@ -108,7 +108,7 @@ def test_invalid_reply_is_reasked_once() -> None:
 def test_unreadable_replies_give_no_answers_not_a_failure() -> None:
     ctx, _, recorder = ctx_for([{"reply": "I am not sure."}])
     with recorder.scope("q1"):
-        prediction = build("cot").answer(QUESTION, ctx)
+        prediction = solve(build("cot"), QUESTION, ctx)
     assert prediction.answers == [] and prediction.error is None
     assert prediction.grounding is Grounding.PARAMETRIC
     assert "unreadable" in prediction.trace[0] and prediction.trace[0]["answers"] == []
@@ -119,4 +119,4 @@ def test_backend_errors_propagate_to_the_runner() -> None:
     ctx, _, _ = ctx_for([{"match": "nothing like this", "reply": "{}"}])  # no rule matches, no default
     for name in ("io", "cot"):
         with pytest.raises(LLMError, match="no rule matches"):
-            build(name).answer(QUESTION, ctx)
+            solve(build(name), QUESTION, ctx)

@@ -14,49 +14,11 @@ from pathlib import Path
 import pytest
 
 from kgqa.kg.base import make_literal
-from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
+from kgqa.kg.embedded import EmbeddedKG
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.methods import MethodContext, Question, TopicEntity, get_method
-
-YEAR = "http://www.w3.org/2001/XMLSchema#gYear"
-
-
-def build_movie_kg(path: Path) -> EmbeddedKG:
-    """Directors -> films -> performances (CVT) -> actors/characters; years as typed literals; countries."""
-    b = EmbeddedKGBuilder(schema="freebase")
-    films = {
-        "m.inception": ("Inception", "2010", [("m.dicaprio", "m.cobb"), ("m.page", "m.ariadne")]),
-        "m.interstellar": ("Interstellar", "2014", [("m.mcconaughey", "m.cooper")]),
-        "m.memento": ("Memento", "2000", [("m.pearce", "m.leonard")]),
-        "m.shutter": ("Shutter Island", "2010", [("m.dicaprio", "m.daniels")]),
-    }
-    directors = {"m.nolan": ["m.inception", "m.interstellar", "m.memento"], "m.scorsese": ["m.shutter"]}
-    names = {"m.nolan": "Christopher Nolan", "m.scorsese": "Martin Scorsese", "m.dicaprio": "Leonardo DiCaprio",
-             "m.page": "Elliot Page", "m.mcconaughey": "Matthew McConaughey", "m.pearce": "Guy Pearce",
-             "m.cobb": "Dom Cobb", "m.ariadne": "Ariadne", "m.cooper": "Cooper", "m.leonard": "Leonard Shelby",
-             "m.daniels": "Teddy Daniels", "m.uk": "United Kingdom", "m.us": "United States"}
-    cvt = 0
-    for director, made in directors.items():
-        for film in made:
-            b.add_triple(director, "film.director.film", film)
-            b.add_triple(film, "film.film.directed_by", director)
-    for film, (name, year, cast) in films.items():
-        names[film] = name
-        b.add_triple(film, "film.film.initial_release_date", make_literal(year, datatype=YEAR))
-        for actor, character in cast:
-            cvt += 1
-            node = f"m.cvt{cvt}"
-            b.add_triple(film, "film.film.starring", node)
-            b.add_triple(node, "film.performance.actor", actor)
-            b.add_triple(node, "film.performance.character", character)
-    b.add_triple("m.nolan", "people.person.nationality", "m.uk")
-    b.add_triple("m.scorsese", "people.person.nationality", "m.us")
-    b.add_triple("m.dicaprio", "people.person.nationality", "m.us")
-    b.add_triple("m.nolan", "award.award_winner.awards_won", "m.cvt_award")  # a distractor branch
-    b.add_triple("m.cvt_award", "award.award_honor.year", make_literal("2024", datatype=YEAR))
-    for entity, name in names.items():
-        b.add_name(entity, name)
-    return b.build(path)
+from kgqa.methods import MethodContext, Question, TopicEntity, get_method, solve
+from kgqa.testing import XSD_GYEAR as YEAR
+from kgqa.testing import movie_kg as build_movie_kg
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +88,7 @@ def ask(kg: EmbeddedKG, method: str, text: str, topics: list[tuple[str, str]], p
     model = ScriptedModel(policy)
     question = Question(id="q", text=text, topic_entities=[TopicEntity(id=i, name=n) for i, n in topics])
     ctx = MethodContext(kg=kg, llm=model)
-    return get_method(method, **config).answer(question, ctx)
+    return solve(get_method(method, **config), question, ctx)
 
 
 def names(prediction) -> list[str]:

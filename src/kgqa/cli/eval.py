@@ -1,6 +1,6 @@
 """``kgqa eval``: run a method on a benchmark into a resumable run directory; ``kgqa eval compare`` and ``report``.
 
-``kgqa eval --dataset metaqa-2hop --split dev --method cot --llm SPEC --limit 200 --out runs/cot`` runs questions
+``kgqa eval --dataset metaqa-2hop --split dev --method NAME --llm SPEC --limit 200 --out RUNDIR`` runs questions
 (the group itself is the run command); ``kgqa eval compare RUNDIR...`` prints runs side by side; ``kgqa eval report
 RUNDIR`` rebuilds summary.json, report.md and the plots from a run's results.jsonl (e.g. after a crash).
 """
@@ -16,12 +16,14 @@ import click
 from kgqa.errors import ConfigError
 
 RUN_EPILOG = """\b
-KG: methods that explore a KG (ccor, cor) use --kg, default: the config's `kg`
-(KGQA_KG). For MetaQA the KG is an embedded import of the dataset's kb.txt:
+Methods, their settings (--method-config) and what each needs: `kgqa methods`.
+KG: methods that need one use --kg, default: the config's `kg` (KGQA_KG);
+methods that need none never open it. For MetaQA the KG is an embedded
+import of the dataset's kb.txt:
   kgqa kg import DATA/metaqa/kb.txt --format metaqa --out kgs/metaqa
-  kgqa eval --dataset metaqa-2hop --split dev --method ccor --kg kgs/metaqa ...
-io and cot use no KG. Freebase/Wikidata datasets need a SPARQL endpoint URL
-or an embedded import of a Freebase dump.
+  kgqa eval --dataset metaqa-2hop --split dev --kg kgs/metaqa ...
+Freebase/Wikidata datasets need a SPARQL endpoint URL or an embedded import
+of a Freebase dump.
 
 \b
 Run directory: results.jsonl (one line per finished question, fsynced),
@@ -30,11 +32,11 @@ non-empty --out is refused unless --resume is given; --resume skips the
 questions already finished (a crash loses at most the questions in flight).
 
 \b
-Examples:
-  kgqa eval --dataset metaqa-1hop --split dev --method io --llm local:smollm2 --limit 100 --out runs/io
-  kgqa eval --dataset cwq --method ccor --llm openai:gpt-4.1-mini --kg http://127.0.0.1:8890/sparql \\
-            --method-config pruner=hybrid --workers 8 --out runs/ccor-cwq
-  kgqa eval compare runs/io runs/ccor-cwq
+Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
+  kgqa eval --dataset metaqa-1hop --split dev --method METHOD --llm local:smollm2 --limit 100 --out runs/a
+  kgqa eval --dataset cwq --llm openai:gpt-4.1-mini --kg http://127.0.0.1:8890/sparql \\
+            --method-config top_k=5 --workers 8 --out runs/b
+  kgqa eval compare runs/a runs/b
 """
 
 
@@ -43,15 +45,16 @@ Examples:
 @click.option("--dataset", default=None, help="Benchmark name (metaqa-1hop/2hop/3hop, cwq, webqsp, webqsp-gog, grailqa, "
                                               "qald10-en, webquestions, simplequestions).")
 @click.option("--split", default="test", show_default=True, help="Split (MetaQA: dev or test; others: test).")
-@click.option("--method", default="io", show_default=True, help="Method name: io, cot, ccor, cor, ...")
+@click.option("--method", default=None, help="Method name (default: config `method`; list them with `kgqa methods`).")
 @click.option("--method-config", "method_config", multiple=True, metavar="KEY=VALUE",
-              help="Method setting (repeatable): --method-config pruner=embedding; numbers and true/false are converted.")
+              help="Method setting (repeatable), checked against the method's settings (`kgqa methods`); numbers and "
+                   "true/false are converted.")
 @click.option("--llm", "llm_spec", default=None,
               help="Model spec: local:smollm2, openai:MODEL[@URL], scripted:FILE.jsonl (default: config llm).")
 @click.option("--kg", "kg_spec", default=None,
               help="KG for methods that need one: an embedded directory, a SPARQL URL or 'demo' (default: config kg).")
 @click.option("--embedder", default="minilm", show_default=True,
-              help="Embedder for pruner=embedding/hybrid (loaded only then).")
+              help="Embedder, loaded only when the method needs one (e.g. embedding relation pruning).")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N questions (see --shuffle).")
 @click.option("--shuffle", is_flag=True, help="Draw the questions in a random order seeded by --seed (with --limit: a "
                                               "random sample).")
@@ -70,7 +73,7 @@ Examples:
 @click.option("--no-report", is_flag=True, help="Write summary.json only (no report.md, no plots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON at the end.")
 @click.pass_context
-def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str, method_config: tuple[str, ...],
+def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str | None, method_config: tuple[str, ...],
                llm_spec: str | None, kg_spec: str | None, embedder: str, limit: int | None, shuffle: bool, seed: int,
                workers: int, out_dir: Path | None, resume: bool, retry_errors: bool, data_dir: Path | None,
                max_failures: int, no_progress: bool, no_report: bool, as_json: bool) -> None:
@@ -87,9 +90,12 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str,
         raise ConfigError("--dataset is required to run an evaluation (or use `kgqa eval compare RUNDIR...`)")
     from datetime import datetime
 
-    from kgqa.eval.runner import parse_method_config, run_eval
+    from kgqa import config
+    from kgqa.eval.runner import run_eval
+    from kgqa.methods import parse_method_config
 
     settings = parse_method_config(method_config)
+    method = str(config.get("method", method))
     if out_dir is None:
         if resume:
             raise ConfigError("--resume needs --out RUNDIR (the run to continue)")

@@ -1,10 +1,26 @@
 """Evaluation: benchmark datasets (:mod:`kgqa.eval.datasets`), scoring (:mod:`kgqa.eval.metrics`) and the resumable
-runner (:func:`kgqa.eval.runner.run_eval`, imported lazily: it pulls in the LLM layer)."""
+runner (:func:`kgqa.eval.runner.run_eval`, imported lazily: it pulls in the LLM layer).
 
-from kgqa.eval.datasets import DATA_DIR_ENV, DatasetInfo, dataset_info, dataset_names, load_dataset, resolve_data_dir
+The runner's pieces, lowest first: :mod:`~kgqa.eval.rundir` (the run directory's files, the durable results writer,
+the lock), :mod:`~kgqa.eval.kg_timing` (time spent in the KG), :mod:`~kgqa.eval.report` (report.md, plots, comparing
+runs), :mod:`~kgqa.eval.summary` (summary.json of a run directory) and :mod:`~kgqa.eval.runner` (answering the
+questions). Each imports only those before it.
+"""
+
+from kgqa.eval.datasets import (
+    DATA_DIR_ENV,
+    DATASETS,
+    DatasetInfo,
+    dataset_info,
+    dataset_names,
+    load_dataset,
+    register_dataset,
+    resolve_data_dir,
+)
 from kgqa.eval.metrics import QuestionScore, match_answers, score_prediction, summarize
 
 __all__ = [
+    "DATASETS",
     "DATA_DIR_ENV",
     "DatasetInfo",
     "QuestionScore",
@@ -12,6 +28,7 @@ __all__ = [
     "dataset_names",
     "load_dataset",
     "match_answers",
+    "register_dataset",
     "resolve_data_dir",
     "score_prediction",
     "summarize",

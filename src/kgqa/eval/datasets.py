@@ -1,6 +1,6 @@
 """Benchmark question sets, read in their public formats from a data directory.
 
-``load_dataset("metaqa-2hop", split="dev")`` returns a list of :class:`~kgqa.methods.base.Question`. The data directory
+``load_dataset("metaqa-2hop", split="dev")`` returns a list of :class:`~kgqa.core.Question`. The data directory
 comes from the ``data_dir`` argument (the CLI's ``--data-dir``), else the ``KGQA_DATA_DIR`` environment variable. Files
 sit under it exactly as the public repositories ship them (paths below; docs/datasets.md has the full table):
 
@@ -22,10 +22,24 @@ simplequestions     questions/tog/SimpleQA.json (1,000 sampled)             gith
 Ids: Freebase MIDs are written ``m.0abc`` (no ``ns:`` prefix), Wikidata ids ``Q42``, MetaQA entities by their label.
 Questions without an id in the file get ``<dataset>-<record index>`` (MetaQA: ``<dataset>-<split>-<line number>``).
 A missing file is a :class:`DataError` naming it; a malformed record names the file and the line or record index.
+
+Dataset facts: a :class:`DatasetInfo`'s ``facts`` are what holds for every question of the dataset and a method may
+need, e.g. CWQ's ``{"max_depth": 4}`` (the reasoning depth published methods use on CWQ). :func:`load_dataset` puts each
+fact into every question's ``metadata`` under its key, unless the loader already set that key for the question, so a
+method reads ``question.metadata`` and never tests a dataset's name.
+
+The registry: :data:`DATASETS` is a :class:`kgqa.registry.Registry` of kind ``"dataset"``. :func:`register_dataset`
+adds a :class:`DatasetInfo` (with its loader); a third-party package adds one through the entry-point group
+``kgqa.datasets`` whose object is a DatasetInfo (``[project.entry-points."kgqa.datasets"] mydata =
+"mypkg.data:MY_DATASET"``), loaded the first time a dataset name is asked for.
+
+Length: this module is over the ~600-line guideline because it holds one short loader per public file format, each
+beside its registration and all sharing the helpers at the top; they change together when a release format moves.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import os
@@ -38,10 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from kgqa import config
+from kgqa.core import GoldAnswer, Question, TopicEntity
 from kgqa.errors import ConfigError, DataError
-from kgqa.methods.base import GoldAnswer, Question, TopicEntity
+from kgqa.registry import Registry
 
 __all__ = [
+    "DATASETS",
     "DATA_DIR_ENV",
     "DatasetInfo",
     "dataset_info",
@@ -58,7 +74,10 @@ Loader = Callable[["DatasetInfo", Path, str, "int | None"], list[Question]]
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """A registered dataset: its files per split, the KG it is asked over, where it comes from, and its loader."""
+    """A registered dataset: its files per split, the KG it is asked over, where it comes from, and its loader.
+
+    ``facts`` hold for every question and go into each question's ``metadata`` (see the module docstring).
+    """
 
     name: str
     description: str
@@ -68,33 +87,37 @@ class DatasetInfo:
     sizes: dict[str, int] = field(default_factory=dict)  # expected question count per split (from the data README)
     loader: Loader | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # metadata of every question (e.g. CWQ: max_depth 4)
 
     @property
     def splits(self) -> tuple[str, ...]:
         return tuple(self.files)
 
 
-_DATASETS: dict[str, DatasetInfo] = {}
+#: Every dataset by name: the built-ins below, those added by :func:`register_dataset`, and the ``kgqa.datasets``
+#: entry points.
+DATASETS: Registry[DatasetInfo] = Registry("dataset")
 
 
-def register_dataset(info: DatasetInfo) -> DatasetInfo:
-    """Add a dataset to the registry (a third party may register its own loader)."""
+def register_dataset(info: DatasetInfo, *, replace: bool = False) -> DatasetInfo:
+    """Add a dataset to the registry (a third party may register its own loader); a second dataset under a taken name
+    is refused unless ``replace``."""
     if info.loader is None:
         raise ValueError(f"dataset {info.name!r} has no loader")
-    _DATASETS[info.name] = info
-    return info
+    return DATASETS.add(info.name, info, replace=replace)
 
 
 def dataset_names() -> list[str]:
     """The registered dataset names, sorted."""
-    return sorted(_DATASETS)
+    return DATASETS.names()
 
 
 def dataset_info(name: str) -> DatasetInfo:
     """The registered dataset ``name``; unknown names are a :class:`ConfigError` listing the known ones."""
-    info = _DATASETS.get(name.strip().lower())
-    if info is None:
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}")
+    info = DATASETS.get(name)
+    if not isinstance(info, DatasetInfo) or info.loader is None:
+        raise ConfigError(f"dataset {name!r} is registered with {type(info).__name__} {info!r}, not a DatasetInfo "
+                          f"with a loader (entry point group {DATASETS.entry_point_group})")
     return info
 
 
@@ -105,7 +128,10 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
 
 def dataset_root(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where the files of dataset ``name`` live: inside kgqa for a packaged dataset (``demo``), else the data dir."""
-    info = dataset_info(name)
+    return _root(dataset_info(name), data_dir)
+
+
+def _root(info: DatasetInfo, data_dir: str | os.PathLike[str] | None) -> Path:
     if info.options.get("packaged"):
         return Path(str(resources.files(info.options["packaged"])))
     return resolve_data_dir(data_dir)
@@ -113,18 +139,31 @@ def dataset_root(name: str, data_dir: str | os.PathLike[str] | None = None) -> P
 
 def load_dataset(name: str, split: str = "test", data_dir: str | os.PathLike[str] | None = None,
                  limit: int | None = None) -> list[Question]:
-    """Load the questions of ``name`` / ``split`` (the first ``limit`` of them, in file order)."""
+    """Load the questions of ``name`` / ``split`` (the first ``limit`` of them, in file order), each with the
+    dataset's ``facts`` in its metadata."""
     info = dataset_info(name)
     split = split.strip().lower()
     if split not in info.files:
         raise ConfigError(f"dataset {info.name!r} has no split {split!r}; its splits: {', '.join(info.splits)}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"limit must be a non-negative integer, got {limit!r}")
-    root = dataset_root(info.name, data_dir)
+    root = _root(info, data_dir)
     assert info.loader is not None
     with _gc_paused():
         questions = info.loader(info, root, split, limit)
-    return questions if limit is None else questions[:limit]
+    if limit is not None:
+        questions = questions[:limit]
+    if info.facts:
+        _add_facts(questions, info.facts)
+    return questions
+
+
+def _add_facts(questions: list[Question], facts: dict[str, Any]) -> None:
+    """Put each dataset fact into every question's metadata, unless the question already has that key."""
+    for question in questions:
+        for key, value in facts.items():
+            if key not in question.metadata:
+                question.metadata[key] = copy.deepcopy(value)  # no two questions share a mutable value
 
 
 @contextmanager
@@ -181,6 +220,18 @@ def _record(path: Path, index: int) -> Iterator[None]:
         raise DataError(f"{path}: record {index}: missing field {exc.args[0]!r}") from exc
     except (TypeError, ValueError, AttributeError, IndexError) as exc:
         raise DataError(f"{path}: record {index}: malformed ({exc})") from exc
+
+
+def _per_record(build: Callable[[DatasetInfo, str, int, Any], Question]) -> Loader:
+    """A loader for a dataset whose main file is one JSON list of records, from the function that builds one question."""
+
+    def load(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
+        path = _require(info, root, info.files[split][0])
+        return _each_record(path, _json_list(path), limit, lambda i, rec: build(info, split, i, rec))
+
+    load.__name__ = load.__qualname__ = getattr(build, "__name__", "load")
+    load.__doc__ = build.__doc__
+    return load
 
 
 def _each_record(path: Path, records: list[Any], limit: int | None, build: Callable[[int, Any], Question]) -> list[Question]:
@@ -264,7 +315,9 @@ def _question(qid: str, text: str, topics: list[TopicEntity], golds: list[GoldAn
 
 
 def _is_mid(value: str) -> bool:
-    return value.startswith(("m.", "g.")) and len(value) > 2
+    from kgqa.kg.schema import is_freebase_id  # the Freebase mid grammar, written once in kgqa.kg.schema
+
+    return is_freebase_id(value)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -353,26 +406,21 @@ for _hops, _n_dev, _n_test in ((1, 9_992, 9_947), (2, 14_872, 14_872), (3, 14_27
 # WebQSP
 
 
-def _load_webqsp_compact(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = _require(info, root, info.files[split][0])
-    records = _json_list(path)
-
-    def build(i: int, rec: Any) -> Question:
-        golds = _Golds()
-        missing = 0
-        for name in rec["answer"] or []:
-            if name is None or not str(name).strip():
-                missing += 1  # the compact file lost literal answers (e.g. "AUD") as nulls
-                continue
-            golds.add(None, _text(name, "answer"))
-        metadata: dict[str, Any] = {"dataset": info.name, "split": split}
-        if missing:
-            metadata["missing_gold"] = missing
-        return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
-                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                         metadata)
-
-    return _each_record(path, records, limit, build)
+@_per_record
+def _load_webqsp_compact(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    golds = _Golds()
+    missing = 0
+    for name in rec["answer"] or []:
+        if name is None or not str(name).strip():
+            missing += 1  # the compact file lost literal answers (e.g. "AUD") as nulls
+            continue
+        golds.add(None, _text(name, "answer"))
+    metadata: dict[str, Any] = {"dataset": info.name, "split": split}
+    if missing:
+        metadata["missing_gold"] = missing
+    return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
+                     _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                     metadata)
 
 
 register_dataset(DatasetInfo(
@@ -397,43 +445,38 @@ def _webqsp_answer(golds: _Golds, answer: dict[str, Any]) -> str:
     return arg
 
 
-def _load_webqsp_gog(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = _require(info, root, info.files[split][0])
-    records = _json_list(path)
-
-    def build(i: int, rec: Any) -> Question:
-        parses = rec["Parses"]
-        if not isinstance(parses, list) or not parses:
-            raise ValueError("Parses should be a non-empty list")
-        golds = _Golds()
-        parse_answers = []
-        # Gold = the union over parses (as the GoG/AoG 'answer' field); each parse's set is kept in metadata.
-        for parse in parses:
-            parse_answers.append([_webqsp_answer(golds, a) for a in parse.get("Answers") or []])
-        first = parses[0]
-        topics = _topics(rec.get("topic_entity"), "topic_entity", freebase_id)
-        if not topics and first.get("TopicEntityMid"):
-            topics = [TopicEntity(id=freebase_id(first["TopicEntityMid"]), name=first.get("TopicEntityName") or "")]
-        chain = first.get("InferentialChain") or []
-        constraints = list(first.get("Constraints") or [])
-        metadata: dict[str, Any] = {
-            "dataset": info.name, "split": split,
-            "hops": len(chain) if chain else None,  # 14 parses have no chain in the file
-            "inferential_chain": list(chain),
-            "constraints": constraints,
-            "time": first.get("Time"),
-            "order": first.get("Order"),
-            "constrained": bool(constraints or first.get("Time") or first.get("Order")),
-            "sparql": first.get("Sparql"),
-            "processed_question": rec.get("ProcessedQuestion"),
-        }
-        if len(parses) > 1:
-            metadata["parse_answers"] = parse_answers
-        _note_wikidata_topics(metadata, rec)
-        return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
-                         topics, golds.items, metadata)
-
-    return _each_record(path, records, limit, build)
+@_per_record
+def _load_webqsp_gog(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    parses = rec["Parses"]
+    if not isinstance(parses, list) or not parses:
+        raise ValueError("Parses should be a non-empty list")
+    golds = _Golds()
+    parse_answers = []
+    # Gold = the union over parses (as the GoG/AoG 'answer' field); each parse's set is kept in metadata.
+    for parse in parses:
+        parse_answers.append([_webqsp_answer(golds, a) for a in parse.get("Answers") or []])
+    first = parses[0]
+    topics = _topics(rec.get("topic_entity"), "topic_entity", freebase_id)
+    if not topics and first.get("TopicEntityMid"):
+        topics = [TopicEntity(id=freebase_id(first["TopicEntityMid"]), name=first.get("TopicEntityName") or "")]
+    chain = first.get("InferentialChain") or []
+    constraints = list(first.get("Constraints") or [])
+    metadata: dict[str, Any] = {
+        "dataset": info.name, "split": split,
+        "hops": len(chain) if chain else None,  # 14 parses have no chain in the file
+        "inferential_chain": list(chain),
+        "constraints": constraints,
+        "time": first.get("Time"),
+        "order": first.get("Order"),
+        "constrained": bool(constraints or first.get("Time") or first.get("Order")),
+        "sparql": first.get("Sparql"),
+        "processed_question": rec.get("ProcessedQuestion"),
+    }
+    if len(parses) > 1:
+        metadata["parse_answers"] = parse_answers
+    _note_wikidata_topics(metadata, rec)
+    return _question(_text(rec["QuestionId"], "QuestionId"), _text(rec["RawQuestion"], "RawQuestion"),
+                     topics, golds.items, metadata)
 
 
 register_dataset(DatasetInfo(
@@ -519,6 +562,7 @@ register_dataset(DatasetInfo(
            "cope_alias/cwq_aname_dict.json (CWQ: Talmor & Berant 2018)",
     sizes={"test": 3_531},
     loader=_load_cwq,
+    facts={"max_depth": 4},  # CWQ composes up to four relations: the exploration depth its published results use
 ))
 
 
@@ -574,25 +618,20 @@ register_dataset(DatasetInfo(
 _WIKIDATA_ID_RE = re.compile(r"^[QLP]\d+$")
 
 
-def _load_qald(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = _require(info, root, info.files[split][0])
-    records = _json_list(path)
-
-    def build(i: int, rec: Any) -> Question:
-        golds = _Golds()
-        for key, value in _mapping(rec["answer"], "answer").items():
-            key = wikidata_id(str(key))
-            name = str(value) if value is not None else ""
-            if _WIKIDATA_ID_RE.match(key):
-                golds.add(key, name)
-            else:  # literals are stored as value -> value
-                golds.add(None, name or key)
-        metadata = {"dataset": info.name, "split": split, "sparql": rec.get("sparql")}
-        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                         _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id),
-                         golds.items, metadata)
-
-    return _each_record(path, records, limit, build)
+@_per_record
+def _load_qald(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    golds = _Golds()
+    for key, value in _mapping(rec["answer"], "answer").items():
+        key = wikidata_id(str(key))
+        name = str(value) if value is not None else ""
+        if _WIKIDATA_ID_RE.match(key):
+            golds.add(key, name)
+        else:  # literals are stored as value -> value
+            golds.add(None, name or key)
+    metadata = {"dataset": info.name, "split": split, "sparql": rec.get("sparql")}
+    return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                     _topics(rec.get("qid_topic_entity"), "qid_topic_entity", wikidata_id),
+                     golds.items, metadata)
 
 
 register_dataset(DatasetInfo(
@@ -606,21 +645,16 @@ register_dataset(DatasetInfo(
 ))
 
 
-def _load_webquestions(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = _require(info, root, info.files[split][0])
-    records = _json_list(path)
-
-    def build(i: int, rec: Any) -> Question:
-        golds = _Golds()
-        for name in rec["answers"]:
-            golds.add(None, _text(name, "answers[]"))
-        metadata: dict[str, Any] = {"dataset": info.name, "split": split, "url": rec.get("url")}
-        _note_wikidata_topics(metadata, rec)
-        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                         metadata)
-
-    return _each_record(path, records, limit, build)
+@_per_record
+def _load_webquestions(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    golds = _Golds()
+    for name in rec["answers"]:
+        golds.add(None, _text(name, "answers[]"))
+    metadata: dict[str, Any] = {"dataset": info.name, "split": split, "url": rec.get("url")}
+    _note_wikidata_topics(metadata, rec)
+    return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                     _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                     metadata)
 
 
 register_dataset(DatasetInfo(
@@ -634,19 +668,14 @@ register_dataset(DatasetInfo(
 ))
 
 
-def _load_simplequestions(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    path = _require(info, root, info.files[split][0])
-    records = _json_list(path)
-
-    def build(i: int, rec: Any) -> Question:
-        golds = _Golds()
-        golds.add(None, _text(rec["answer"], "answer"))
-        metadata = {"dataset": info.name, "split": split, "hops": 1, "relation": rec.get("relation")}
-        return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
-                         _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
-                         metadata)
-
-    return _each_record(path, records, limit, build)
+@_per_record
+def _load_simplequestions(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    golds = _Golds()
+    golds.add(None, _text(rec["answer"], "answer"))
+    metadata = {"dataset": info.name, "split": split, "hops": 1, "relation": rec.get("relation")}
+    return _question(f"{info.name}-{i}", _text(rec["question"], "question"),
+                     _topics(rec.get("topic_entity"), "topic_entity", freebase_id), golds.items,
+                     metadata)
 
 
 register_dataset(DatasetInfo(

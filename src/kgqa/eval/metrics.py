@@ -36,9 +36,10 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
+from kgqa.core import GROUNDING_WEIGHTS, AnswerItem, GoldAnswer, Grounding, Prediction, Question
 from kgqa.errors import DataError, KGError
 from kgqa.kg.base import literal_value
-from kgqa.methods.base import GROUNDING_WEIGHTS, AnswerItem, GoldAnswer, Grounding, Prediction, Question
+from kgqa.kg.schema import FREEBASE_ID_RE
 from kgqa.normalize import normalize_answer
 
 __all__ = [
@@ -60,7 +61,7 @@ DEFAULT_BREAKDOWN_KEYS: tuple[str, ...] = ("hops", "qtype", "compositionality", 
 # Keys
 
 
-_MID_RE = re.compile(r"^[mg]\.[0-9a-z_]+$")
+_MID_RE = FREEBASE_ID_RE  # the Freebase mid grammar, written once in kgqa.kg.schema
 _WIKIDATA_RE = re.compile(r"^[QPL][1-9][0-9]*$")
 _ID_PREFIXES = ("http://rdf.freebase.com/ns/", "https://rdf.freebase.com/ns/", "ns:", "fb:",
                 "http://www.wikidata.org/entity/", "https://www.wikidata.org/entity/", "wd:")

@@ -4,6 +4,9 @@ Plots (matplotlib with the Agg canvas, no display and no pyplot global state): `
 scores of the run), ``accuracy_by_<key>.png`` per breakdown (hops, question type, ...), ``llm_calls_hist.png`` and
 ``tokens_hist.png`` (per-question cost). matplotlib is optional (``pip install kgqa[plots]``): without it the report
 says the plots were skipped.
+
+This module reads run directories through :mod:`kgqa.eval.rundir` and scores with :mod:`kgqa.eval.metrics`; it never
+imports the runner or the summary (they call it), so the eval modules form no import cycle.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kgqa.errors import ConfigError
+from kgqa.eval.metrics import summarize
+from kgqa.eval.rundir import CONFIG_FILE, REPORT_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
 
-__all__ = ["compare_runs", "format_table", "load_summary", "render_report", "write_plots", "write_report"]
-
-REPORT_FILE = "report.md"
+__all__ = ["REPORT_FILE", "compare_runs", "format_table", "load_summary", "render_report", "write_plots", "write_report"]
 
 # (summary key, label, kind): kind "rate" prints as a percentage, "num" as a number.
 MAIN_METRICS: tuple[tuple[str, str, str], ...] = (
@@ -243,9 +246,6 @@ def write_report(run_dir: str | os.PathLike[str], summary: Mapping[str, Any], ro
 
 def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """RUNDIR/summary.json, or (for a run that never wrote one) a summary computed from its results, marked partial."""
-    from kgqa.eval.metrics import summarize
-    from kgqa.eval.runner import CONFIG_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
-
     path = Path(run_dir)
     if not path.is_dir():
         raise ConfigError(f"run directory {path} does not exist")

@@ -1,39 +1,32 @@
 """The evaluation runner: answer a dataset's questions with a method, score each one, and never lose a finished question.
 
-``run_eval(dataset, method=..., llm=..., out=RUNDIR)`` (and ``kgqa eval``) writes into RUNDIR:
+``run_eval(dataset, method=..., llm=..., out=RUNDIR)`` (and ``kgqa eval``) writes config.json, results.jsonl (one
+fsynced line per finished question), traces.jsonl, summary.json, report.md and plots into RUNDIR; the files are
+described in :mod:`kgqa.eval.rundir`, the summary in :mod:`kgqa.eval.summary`, the report in :mod:`kgqa.eval.report`.
 
-``config.json``
-    The full configuration (dataset, split, method and its config, LLM / KG / embedder specs, seed, shuffle, limit,
-    workers, kgqa version, start time), plus one entry per ``--resume``.
-``results.jsonl``
-    One JSON line per finished question, appended as it finishes: the whole line in one ``write`` under a lock (so a
-    killed process leaves at most a torn last line), then fsynced (see :class:`ResultsWriter`; ``fsync="line"``
-    waits for each fsync, the default ``"group"`` lets a background thread do it). Fields: ``id``, ``question``,
-    ``answers`` (ranked names), ``answer_ids``, ``gold``, ``gold_ids``, ``hit1``, ``hit``, ``precision``,
-    ``recall``, ``f1``, the ``legacy_*`` scores, ``grounding``, ``kgr``, ``llm_calls``, ``prompt_tokens``,
-    ``completion_tokens``, ``latency_s`` (wall time of the question), ``llm_latency_s``, ``kg_time_s`` and
-    ``kg_calls`` (time inside KG calls), ``error``, ``groups`` (breakdown values) and ``hops`` / ``qtype`` where the
-    data has them. A row is a :meth:`QuestionScore.to_dict` plus those extras.
-``traces.jsonl``
-    The step trace, evidence and (for failures) the traceback of each question, kept apart so results stay small.
-    Each trace line is written before its result line; a resume drops trace lines without a result. Traces are
-    not fsynced (a power loss may cost trace lines, never result lines).
-``summary.json``, ``report.md``, ``*.png``
-    :func:`kgqa.eval.metrics.summarize` over ALL lines of results.jsonl (a resumed run summarises everything), plus
-    run facts; the report and plots come from :mod:`kgqa.eval.report`.
+The method: a registered name (default: the config's ``method``) is built by :func:`kgqa.methods.registry.get_method`
+from ``method_config`` (validated against the method's config model: an unknown key or a bad value is a
+:class:`~kgqa.errors.ConfigError` naming it, raised before anything is loaded or written). What the run loads comes
+from the method's needs (:func:`kgqa.methods.base.method_needs`): the KG only if it needs one, the embedder only if it
+needs one, the LLM only if it needs one. config.json records ``method_config``, the settings the caller gave, and
+``method_config_resolved``, the method's resolved config whole (defaults included). The runner attaches each question's trace and
+usage to the prediction itself (:func:`kgqa.methods.base.attach_run_facts`); a method returns only what it decided.
 
 Resuming: with ``resume=True`` the finished ids are read back (a torn last line left by a crash is truncated away)
 and skipped, so no question is ever written twice; the run must keep the settings that decide answers (dataset,
-split, method and config, LLM, KG, seed, shuffle). Without ``resume`` a non-empty RUNDIR is refused. A lock file
-stops two processes from writing one RUNDIR. ``retry_errors`` (with ``resume``) drops failed rows first and reruns them.
+split, method and its resolved config, LLM, KG, seed, shuffle). Without ``resume`` a non-empty RUNDIR is refused. A
+lock file stops two processes from writing one RUNDIR. ``retry_errors`` (with ``resume``) drops failed rows first and
+reruns them.
 
 A question whose method raises is recorded as :meth:`Prediction.failed` with its error and the run goes on; after
 ``max_consecutive_failures`` failures in a row (a dead model server, a missing KG) the run stops early, writes its
 summary and raises :class:`RunStopped`, since the rest would fail the same way.
 
-Time accounting: the KG is wrapped in :class:`TimedKG`, which adds the time of every KG call to the question being
-answered, so ``kg_time_s / latency_s`` says how much of a run the KG side costs. Work a method starts in threads of its
-own (without copying the context) is not attributed.
+Time accounting: the KG is wrapped in :class:`~kgqa.eval.kg_timing.TimedKG`, which adds the time of every KG call to
+the question being answered, so ``kg_time_s / latency_s`` says how much of a run the KG side costs.
+
+The names tests, benchmarks and the CLI have always imported from here (``read_results``, ``summarize_run``,
+``ResultsWriter``, ``TimedKG``, ``parse_method_config`` ...) are re-exported from the modules that now hold them.
 """
 
 from __future__ import annotations
@@ -41,27 +34,45 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import random
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgqa import __version__, config
+from kgqa.core import MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, DataError, KGQAError
 from kgqa.eval.datasets import dataset_root, load_dataset
-from kgqa.eval.metrics import QuestionScore, score_prediction, summarize
+from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
+from kgqa.eval.metrics import QuestionScore, score_prediction
+from kgqa.eval.rundir import (
+    CONFIG_FILE,
+    REPORT_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    TRACES_FILE,
+    ResultsWriter,
+    RunDirError,
+    compact_traces,
+    json_default,
+    parse_lines,
+    read_results,
+    refuse_non_empty,
+    rewrite_lines,
+    run_dir_lock,
+    write_json,
+)
+from kgqa.eval.summary import summarize_run
 from kgqa.llm.accounting import RecordedModel, Recorder
-from kgqa.methods.base import Method, MethodContext, Prediction, Question, get_method
+from kgqa.methods.base import Method, Needs, attach_run_facts, method_config_dump, method_needs, solve
+from kgqa.methods.registry import get_method, parse_method_config
 
 if TYPE_CHECKING:
     from kgqa.kg.base import KnowledgeGraph
@@ -79,302 +90,18 @@ __all__ = [
     "RunDirError",
     "RunStopped",
     "TimedKG",
+    "parse_method_config",
     "read_results",
     "run_eval",
     "summarize_run",
 ]
 
-RESULTS_FILE = "results.jsonl"
-TRACES_FILE = "traces.jsonl"
-CONFIG_FILE = "config.json"
-SUMMARY_FILE = "summary.json"
-LOCK_FILE = ".lock"
-
 #: Settings that decide the answers: a resumed run must keep them, or its results would mix two experiments.
-RESUME_KEYS = ("dataset", "split", "method", "method_config", "llm", "kg", "seed", "shuffle")
-
-
-class RunDirError(ConfigError):
-    """The run directory cannot be used as asked (holds another run, is locked, or its results file is damaged)."""
+RESUME_KEYS = ("dataset", "split", "method", "method_config_resolved", "llm", "kg", "seed", "shuffle")
 
 
 class RunStopped(KGQAError):
     """The run stopped early (too many consecutive failures); what finished is saved and a resume continues it."""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Time spent in the KG
-
-
-class KGClock:
-    """Time and number of KG calls of one question."""
-
-    __slots__ = ("_lock", "calls", "seconds")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.seconds = 0.0
-        self._lock = threading.Lock()
-
-    def add(self, seconds: float) -> None:
-        with self._lock:  # a method may call the KG from several threads of its own
-            self.calls += 1
-            self.seconds += seconds
-
-
-_KG_CLOCK: ContextVar[KGClock | None] = ContextVar("kgqa_kg_clock", default=None)
-
-
-@contextlib.contextmanager
-def kg_clock() -> Iterator[KGClock]:
-    """Attribute the KG calls made through a :class:`TimedKG` inside the block to a fresh clock."""
-    clock = KGClock()
-    token = _KG_CLOCK.set(clock)
-    try:
-        yield clock
-    finally:
-        _KG_CLOCK.reset(token)
-
-
-class TimedKG:
-    """A thin proxy of a KG: every public method call is timed into the current :func:`kg_clock` (if any).
-
-    Attributes that are not callables (``schema``) pass through untouched. The wrappers are made once per name.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.__dict__["_inner"] = inner
-
-    @property
-    def inner(self) -> Any:
-        return self.__dict__["_inner"]
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.__dict__["_inner"], name)
-        if name.startswith("_") or not callable(attr):
-            return attr
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            clock = _KG_CLOCK.get()
-            if clock is None:
-                return attr(*args, **kwargs)
-            started = time.perf_counter()
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                clock.add(time.perf_counter() - started)
-
-        timed.__name__ = name
-        timed.__doc__ = getattr(attr, "__doc__", None)
-        self.__dict__[name] = timed  # later lookups skip __getattr__
-        return timed
-
-    def __repr__(self) -> str:
-        return f"TimedKG({self.__dict__['_inner']!r})"
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Accounting
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Files
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    return str(value)
-
-
-def _dumps(row: Mapping[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=_json_default)
-
-
-class _Syncer(threading.Thread):
-    """fsyncs a file descriptor after writes, in the background: a write never waits for the disk, and one fsync
-    covers every line written since the previous one (group commit). Between two fsyncs it pauses ``interval``
-    seconds, so a fast run pays a few dozen fsyncs (and thread wake-ups) per second, not one per line."""
-
-    def __init__(self, fd: int, name: str, interval: float = 0.02) -> None:
-        super().__init__(name=f"kgqa-fsync-{name}", daemon=True)
-        self.fd = fd
-        self.interval = interval
-        self._cond = threading.Condition()
-        self._stopping = threading.Event()
-        self._dirty = False
-        self.syncs = 0
-        self.error: OSError | None = None
-
-    def mark(self) -> None:
-        with self._cond:
-            if not self._dirty:
-                self._dirty = True
-                self._cond.notify()
-
-    def run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._dirty and not self._stopping.is_set():
-                    self._cond.wait()
-                if not self._dirty:
-                    return
-                self._dirty = False
-            try:
-                os.fsync(self.fd)
-                self.syncs += 1
-            except OSError as exc:  # the lines are still in the OS page cache; close() fsyncs again
-                self.error = exc
-            self._stopping.wait(self.interval)
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping.set()
-            self._cond.notify()
-        self.join()
-
-
-class ResultsWriter:
-    """Appends JSON lines to a file, each line in one ``os.write`` (``O_APPEND``) under a lock.
-
-    Once ``write`` returns, the line is in the kernel: a killed process (SIGKILL included) cannot lose or tear it, and
-    a crash in the middle of a write leaves at most one torn line, at the end. ``fsync`` makes it durable against a
-    power loss too: ``"group"`` (default) fsyncs every line from a background thread within a few tens of
-    milliseconds, one fsync covering all lines written meanwhile, so the run never waits for the disk; ``"line"``
-    fsyncs each line before ``write`` returns; ``"none"`` leaves it to the OS. ``close`` always ends with an fsync
-    (unless ``"none"``).
-    """
-
-    MODES = ("group", "line", "none")
-
-    def __init__(self, path: str | os.PathLike[str], *, fsync: str = "group") -> None:
-        if fsync not in self.MODES:
-            raise ConfigError(f"fsync mode must be one of {', '.join(self.MODES)}, got {fsync!r}")
-        self.path = Path(path)
-        self.mode = fsync
-        self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._syncer: _Syncer | None = None
-        if fsync == "group":
-            self._syncer = _Syncer(self._fd, self.path.name)
-            self._syncer.start()
-
-    def write(self, row: Mapping[str, Any]) -> None:
-        data = (_dumps(row) + "\n").encode("utf-8")
-        with self._lock:
-            if self._fd is None:
-                raise ValueError(f"{self.path} is closed")
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            if self.mode == "line":
-                os.fsync(self._fd)
-        if self._syncer is not None:
-            self._syncer.mark()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd is None:
-                return
-            if self._syncer is not None:
-                self._syncer.stop()
-            try:
-                if self.mode != "none":
-                    os.fsync(self._fd)
-            finally:
-                os.close(self._fd)
-                self._fd = None
-
-    def __enter__(self) -> ResultsWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _parse_lines(path: Path, *, repair: bool) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file. A last line without its newline is a torn write: truncated away when
-    ``repair``, else ignored. Any other bad line is a :class:`DataError` naming the file and line."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        if repair:
-            with open(path, "r+b") as handle:
-                handle.truncate(end)
-                handle.flush()
-                os.fsync(handle.fileno())
-        data = data[:end]
-    rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise DataError(f"{path}: line {lineno} is not valid JSON ({exc}); the file was edited or damaged") from None
-        if not isinstance(row, dict) or "id" not in row:
-            raise DataError(f"{path}: line {lineno} is not a result row (a JSON object with an 'id')")
-        rows.append(row)
-    return rows
-
-
-def read_results(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every finished row of a run directory, in file order (a torn last line is ignored, the file is not changed)."""
-    return _parse_lines(Path(run_dir) / RESULTS_FILE, repair=False)
-
-
-def _write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temporary file, fsync, rename), so a crash never leaves half a config or summary."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(value, handle, ensure_ascii=False, indent=2, default=_json_default)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def _rewrite_lines(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(_dumps(row) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def _locked(run_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on RUNDIR/.lock (released by the OS even on SIGKILL)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no cross-process lock
-        yield
-        return
-    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunDirError(f"run directory {run_dir} is in use by another kgqa eval process; wait for it to end "
-                              "or choose another --out") from None
-        yield
-    finally:
-        os.close(fd)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The run
 
 
 @dataclass
@@ -389,45 +116,6 @@ class EvalRun:
     failed: int  # of those, recorded with an error
     wall_s: float
     files: dict[str, Path] = field(default_factory=dict)
-
-
-def parse_method_config(items: Iterable[str]) -> dict[str, Any]:
-    """``["pruner=embedding", "top_k=5"]`` -> ``{"pruner": "embedding", "top_k": 5}``: ints, floats, booleans
-    (true/false/yes/no/on/off), ``none``/``null`` and JSON lists/objects are converted; anything else stays text."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not key.isidentifier():
-            raise ConfigError(f"method config {item!r} is not key=value (e.g. --method-config pruner=embedding)")
-        out[key] = _coerce(raw.strip())
-    return out
-
-
-def _coerce(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if lowered in ("none", "null"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-        if math.isfinite(number):  # "nan" / "inf" stay text
-            return number
-    except ValueError:
-        pass
-    if text[:1] in "[{":
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _select(dataset: str, split: str, data_dir: str | os.PathLike[str] | None, limit: int | None, seed: int,
@@ -451,12 +139,41 @@ def _spec_of(value: Any) -> str | None:
     return str(getattr(value, "name", None) or type(value).__name__)
 
 
-def _needs_embedder(method: Any, method_config: Mapping[str, Any]) -> bool:
-    return bool(getattr(method, "needs_embedder", False)) or method_config.get("pruner") in ("embedding", "hybrid")
+def _build_method(method: str | Method | None, settings: Mapping[str, Any]) -> tuple[Method, str]:
+    """The method object and its name: a name (None: the config's ``method``) is built from validated settings."""
+    if method is None:
+        method = str(config.get("method"))
+    if isinstance(method, str):
+        name = method.strip().lower()
+        return get_method(name, **settings), name
+    if settings:
+        raise ConfigError("method_config is for a method given by name; configure the method object itself")
+    return method, str(getattr(method, "name", None) or type(method).__name__)
+
+
+def _load_llm(llm: str | ChatModel | None, spec: str | None, recorder: Recorder,
+              options: Mapping[str, Any] | None) -> ChatModel:
+    """The chat model of the run, recorded by ``recorder``: loaded from ``spec``, or the given model wrapped."""
+    if llm is None or isinstance(llm, str):
+        from kgqa import llm as llm_layer
+
+        return llm_layer.load(str(spec), recorder=recorder, **dict(options or {}))
+    return RecordedModel(llm, recorder)
+
+
+def _artifact_store(needs: Needs) -> Any:
+    """The artifact store, for a method that names artifacts; a build it starts says so on stderr."""
+    if not needs.artifacts:
+        return None
+    from kgqa.artifacts import ArtifactStore
+
+    return ArtifactStore(progress=lambda message: print(f"kgqa: {message}", file=sys.stderr))
 
 
 def _check_resume(run_dir: Path, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-    diffs = [f"{k}: {old.get(k)!r} (run) vs {new.get(k)!r} (now)" for k in RESUME_KEYS
+    # A run written before configs were resolved has no resolved config: compare the settings it was given instead.
+    keys = RESUME_KEYS if "method_config_resolved" in old else (*RESUME_KEYS, "method_config")
+    diffs = [f"{k}: {old.get(k)!r} (run) vs {new.get(k)!r} (now)" for k in keys
              if k in old and _canonical(old.get(k)) != _canonical(new.get(k))]
     if diffs:
         raise RunDirError(f"cannot resume {run_dir} with different settings ({'; '.join(diffs)}); "
@@ -464,7 +181,7 @@ def _check_resume(run_dir: Path, old: Mapping[str, Any], new: Mapping[str, Any])
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    return json.dumps(value, sort_keys=True, default=json_default)
 
 
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(QuestionScore))
@@ -505,18 +222,16 @@ class _Solver:
         ctx = self.base.for_question()
         tb: str | None = None
         started = time.perf_counter()
-        with kg_clock() as clock, self.recorder.scope(question.id):
+        with kg_clock() as clock:
             try:
-                prediction = self.method.answer(question, ctx)
-                if not isinstance(prediction, Prediction):
-                    prediction = Prediction.model_validate(prediction)
+                # solve() answers inside the recorder's scope of the question and attaches the trace and the usage.
+                prediction = solve(self.method, question, ctx, recorder=self.recorder, scope=question.id)
             except Exception as exc:  # a failing question is recorded, never fatal to the run
                 tb = traceback.format_exc()
-                prediction = Prediction.failed(f"{type(exc).__name__}: {exc}", trace=list(ctx.trace))
+                prediction = attach_run_facts(Prediction.failed(f"{type(exc).__name__}: {exc}", trace=list(ctx.trace)),
+                                              ctx, recorder=self.recorder, scope=question.id)
         latency = time.perf_counter() - started
-        usage = self.recorder.totals(question.id).to_dict()
         self.recorder.release(question.id)
-        prediction = prediction.model_copy(update={"usage": {**prediction.usage, **usage}})
         try:
             score = score_prediction(question, prediction, latency_s=latency)
         except Exception as exc:  # e.g. a method returned a malformed answer: record it as that question's failure
@@ -524,7 +239,7 @@ class _Solver:
             prediction = Prediction.failed(f"scoring failed: {type(exc).__name__}: {exc}", usage=prediction.usage,
                                            trace=prediction.trace)
             score = score_prediction(question, prediction, latency_s=latency)
-        row = _row(question, prediction, score, clock, usage)
+        row = _row(question, prediction, score, clock, prediction.usage)
         trace_row: dict[str, Any] = {"id": question.id, "trace": prediction.trace, "evidence": prediction.evidence}
         if tb is not None:
             trace_row["traceback"] = tb
@@ -581,7 +296,7 @@ def run_eval(
     *,
     out: str | os.PathLike[str],
     split: str = "test",
-    method: str | Method = "io",
+    method: str | Method | None = None,
     method_config: Mapping[str, Any] | None = None,
     llm: str | ChatModel | None = None,
     kg: str | KnowledgeGraph | None = None,
@@ -603,16 +318,16 @@ def run_eval(
 ) -> EvalRun:
     """Evaluate ``method`` on ``dataset``/``split`` into the run directory ``out`` (see the module docstring).
 
-    ``method`` is a registered name (built with ``method_config``) or a method object; ``llm`` a model spec
-    (default: config ``llm``) or a chat model; ``kg`` a KG spec or object, opened only for methods that need one
-    (``needs_kg``, true unless a method says otherwise; default: config ``kg``); ``embedder`` a spec or object, loaded
-    only when the method prunes with embeddings. ``questions`` replaces the dataset loader (``dataset`` is then only a
-    label). ``limit`` takes the first N questions in file order, or a seeded random N with ``shuffle``. ``fsync`` is
-    the durability of results.jsonl (see :class:`ResultsWriter`). ``on_row`` is called with each row once written.
-    Raises :class:`RunDirError` for an unusable RUNDIR and :class:`RunStopped` after too many consecutive failures.
+    ``method`` is a registered name built with ``method_config`` (None: the config's ``method``) or a method object
+    (whose own config is recorded; ``method_config`` is then refused). What the method needs (``method_needs``)
+    decides what is loaded: ``llm`` a model spec (default: config ``llm``) or a chat model, only if it needs an LLM;
+    ``kg`` a KG spec or object (default: config ``kg``), only if it needs a KG; ``embedder`` a spec or object, only if
+    it needs an embedder. ``questions`` replaces the dataset loader (``dataset`` is then only a label). ``limit`` takes
+    the first N questions in file order, or a seeded random N with ``shuffle``. ``fsync`` is the durability of
+    results.jsonl (see :class:`ResultsWriter`). ``on_row`` is called with each row once written. Raises
+    :class:`~kgqa.errors.ConfigError` for a bad method setting (before anything is written), :class:`RunDirError` for
+    an unusable RUNDIR and :class:`RunStopped` after too many consecutive failures.
     """
-    from kgqa import llm as llm_layer
-
     started_wall = time.time()
     started = time.perf_counter()
     _check_limit(limit)
@@ -622,21 +337,19 @@ def run_eval(
         raise ConfigError("--retry-errors only makes sense with --resume")
     if fsync not in ResultsWriter.MODES:
         raise ConfigError(f"fsync must be one of {', '.join(ResultsWriter.MODES)}, got {fsync!r}")
-    method_config = dict(method_config or {})
-    if isinstance(method, str):
-        method_name = method.strip().lower()
-        method_obj = get_method(method_name, **method_config)
-    else:
-        if method_config:
-            raise ConfigError("method_config is for a method given by name; configure the method object itself")
-        method_obj = method
-        method_name = str(getattr(method, "name", type(method).__name__))
+    settings = dict(method_config or {})
+    method_obj, method_name = _build_method(method, settings)
+    resolved_config = method_config_dump(method_obj) or settings  # a plain object without a config: what was given
     run_dir = Path(out).expanduser()
     if not resume:
-        _refuse_non_empty(run_dir)  # before loading anything: a mistyped --out should fail fast
-    needs_kg = bool(getattr(method_obj, "needs_kg", True))
+        refuse_non_empty(run_dir)  # before loading anything: a mistyped --out should fail fast
     llm_spec = _spec_of(llm) if llm is not None else str(config.get("llm"))
-    kg_spec = _spec_of(kg) if kg is not None else (str(config.get("kg")) if needs_kg else None)
+    needs = method_needs(method_obj, llm_spec)
+    if not needs.llm:
+        llm_spec = None
+    kg_spec = (_spec_of(kg) if kg is not None else str(config.get("kg"))) if needs.kg else None
+    if needs.embedder and embedder is None:
+        raise ConfigError(f"method {method_name!r} needs an embedder; give one (--embedder SPEC)")
 
     if questions is None:
         selected = _select(dataset, split, data_dir, limit, seed, shuffle)
@@ -654,43 +367,42 @@ def run_eval(
 
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
     recorder = Recorder()
-    if llm is None or isinstance(llm, str):
-        model = llm_layer.load(llm_spec, recorder=recorder, **dict(llm_options or {}))
-    else:
-        model = RecordedModel(llm, recorder)
+    model = _load_llm(llm, llm_spec, recorder, llm_options) if needs.llm else None
     kg_obj: Any = None
     owns_kg = False
-    if kg is not None and not isinstance(kg, str):
+    if needs.kg and kg is not None and not isinstance(kg, str):
         kg_obj = kg
     elif kg_spec is not None:
         from kgqa.kg import open_kg
 
         kg_obj, owns_kg = open_kg(kg_spec), True
     text_embedder: Any = None
-    if embedder is not None and not isinstance(embedder, str):
-        text_embedder = embedder
-    elif embedder is not None and _needs_embedder(method_obj, method_config):
+    if needs.embedder and isinstance(embedder, str):
         from kgqa.text import load_embedder
 
         text_embedder = load_embedder(embedder)
+    elif needs.embedder:
+        text_embedder = embedder
+    artifacts = _artifact_store(needs)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir} exists and is not a directory")
     run_dir.mkdir(parents=True, exist_ok=True)
     results_path, traces_path, config_path = run_dir / RESULTS_FILE, run_dir / TRACES_FILE, run_dir / CONFIG_FILE
 
     run_config: dict[str, Any] = {
-        "dataset": dataset, "split": split, "method": method_name, "method_config": method_config,
-        "llm": llm_spec, "kg": kg_spec, "embedder": None, "seed": seed, "shuffle": shuffle, "limit": limit,
-        "workers": workers, "data_dir": None if questions is not None else str(dataset_root(dataset, data_dir)),
+        "dataset": dataset, "split": split, "method": method_name, "method_config": settings,
+        "method_config_resolved": resolved_config, "llm": llm_spec, "kg": kg_spec, "embedder": None, "seed": seed,
+        "shuffle": shuffle, "limit": limit, "workers": workers,
+        "data_dir": None if questions is not None else str(dataset_root(dataset, data_dir)),
         "questions": len(selected), "kgqa_version": __version__, "python": sys.version.split()[0],
         "started_at": datetime.fromtimestamp(started_wall, UTC).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
     }
 
-    with _locked(run_dir):
+    with run_dir_lock(run_dir):
         if not resume:
-            _refuse_non_empty(run_dir)
-        previous = _parse_lines(results_path, repair=True)
+            refuse_non_empty(run_dir)
+        previous = parse_lines(results_path, repair=True)
         ids = [r["id"] for r in previous]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -708,21 +420,22 @@ def run_eval(
         if retry_errors:
             kept = [r for r in previous if not r.get("error")]
             if len(kept) != len(previous):
-                _rewrite_lines(results_path, kept)
+                rewrite_lines(results_path, kept)
                 previous = kept
         done = {r["id"] for r in previous}
-        _compact_traces(traces_path, done)
+        compact_traces(traces_path, done)
         pending = [q for q in selected if q.id not in done]
 
         if text_embedder is not None and not run_config.get("embedder"):
             run_config["embedder"] = _spec_of(embedder)
         if kg_obj is not None and pending:
             run_config["topic_coverage"] = _topic_coverage(kg_obj, pending)
-        _write_json(config_path, run_config)
+        write_json(config_path, run_config)
 
         base = MethodContext(kg=TimedKG(kg_obj) if kg_obj is not None else None,  # type: ignore[arg-type]
-                             llm=model, embedder=text_embedder, seed=seed, recorder=recorder)
-        solve = _Solver(method_obj, base, recorder)
+                             llm=model, embedder=text_embedder, seed=seed, recorder=recorder,  # type: ignore[arg-type]
+                             artifacts=artifacts)
+        solver = _Solver(method_obj, base, recorder)
         bar = _Progress(len(selected), [r for r in previous if r["id"] in seen], enabled=progress,
                         label=f"{method_name} {dataset}")
         answered = failed = 0
@@ -754,10 +467,10 @@ def run_eval(
             try:
                 if workers == 1:
                     for question in pending:
-                        if not finish(*solve(question)):
+                        if not finish(*solver(question)):
                             break
                 else:
-                    _run_pool(pending, solve, finish, workers)
+                    _run_pool(pending, solver, finish, workers)
             finally:
                 bar.close()
         loop_s = time.perf_counter() - loop_started
@@ -769,13 +482,15 @@ def run_eval(
             "questions_per_s": round(answered / loop_s, 2) if loop_s > 0 and answered else None,
             "complete": answered == len(pending), "stopped": stop_reason,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            # which trained or built artifacts the answers came from (name and content digest)
+            "artifacts": [{"name": ref.name, "digest": ref.digest} for ref in artifacts.used()] if artifacts else [],
         })
     if owns_kg:
         with contextlib.suppress(Exception):  # closing is best effort; the results are written
             kg_obj.close()
     files = {"results": results_path, "traces": traces_path, "config": config_path, "summary": run_dir / SUMMARY_FILE}
     if report:
-        files["report"] = run_dir / "report.md"
+        files["report"] = run_dir / REPORT_FILE
     run = EvalRun(run_dir, summary, len(selected), len(selected) - len(pending), answered, failed,
                   time.perf_counter() - started, files)
     if stop_reason is not None:
@@ -784,7 +499,7 @@ def run_eval(
     return run
 
 
-def _run_pool(pending: Sequence[Question], solve: _Solver,
+def _run_pool(pending: Sequence[Question], solver: _Solver,
               finish: Callable[[dict[str, Any], dict[str, Any]], bool], workers: int) -> None:
     """Answer in a thread pool, keeping at most 2 x workers questions in flight; rows are written as they finish."""
     queue = iter(pending)
@@ -797,7 +512,7 @@ def _run_pool(pending: Sequence[Question], solve: _Solver,
                 question = next(queue, None)
                 if question is None:
                     break
-                in_flight.add(pool.submit(solve, question))
+                in_flight.add(pool.submit(solver, question))
             if not in_flight:
                 break
             done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -808,41 +523,6 @@ def _run_pool(pending: Sequence[Question], solve: _Solver,
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-def _refuse_non_empty(run_dir: Path) -> None:
-    if not run_dir.is_dir():
-        return
-    others = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_FILE)
-    if others:
-        finished = len(read_results(run_dir)) if (run_dir / RESULTS_FILE).exists() else 0
-        raise RunDirError(f"run directory {run_dir} is not empty ({finished} finished questions; files: "
-                          f"{', '.join(others[:6])}); pass --resume to continue that run, or choose another --out. "
-                          "Nothing was changed.")
-
-
-def _compact_traces(path: Path, done: set[str]) -> None:
-    """Keep exactly one trace line per finished question (drop torn lines and traces of unfinished questions)."""
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    kept: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    changed = not data.endswith(b"\n") and bool(data)
-    for line in data.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            changed = True
-            continue
-        rid = row.get("id") if isinstance(row, dict) else None
-        if rid in done and rid not in seen:
-            seen.add(rid)
-            kept.append(row)
-        else:
-            changed = True
-    if changed:
-        _rewrite_lines(path, kept)
 
 
 def _topic_coverage(kg: Any, questions: Sequence[Question], sample: int = 50) -> dict[str, Any]:
@@ -864,66 +544,3 @@ def _topic_coverage(kg: Any, questions: Sequence[Question], sample: int = 50) ->
     return {"checked": checked, "covered": covered}
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Summary
-
-
-def _share(part: float, whole: float) -> float:
-    return part / whole if whole > 0 else 0.0
-
-
-def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
-                  run_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Summarise ALL rows of RUNDIR/results.jsonl into RUNDIR/summary.json (and report.md + plots with ``report``).
-
-    Usable on any run directory, e.g. one whose process was killed before it wrote its summary.
-    """
-    path = Path(run_dir)
-    rows = read_results(path)
-    if not rows and not (path / RESULTS_FILE).exists():
-        raise RunDirError(f"{path} holds no {RESULTS_FILE}; is it a kgqa eval run directory?")
-    run_config: dict[str, Any] = {}
-    if (path / CONFIG_FILE).exists():
-        with contextlib.suppress(ValueError):
-            run_config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
-    # Completion order depends on workers and resumes; summing in id order makes the summary bit-for-bit repeatable.
-    summary = summarize(sorted(rows, key=lambda r: str(r["id"])))
-    latency = sum(float(r.get("latency_s", 0.0)) for r in rows)
-    kg_time = sum(float(r.get("kg_time_s", 0.0)) for r in rows)
-    llm_time = sum(float(r.get("llm_latency_s", 0.0)) for r in rows)
-    n = max(len(rows), 1)
-    summary.update({
-        "kg_time_s_mean": kg_time / n,
-        "kg_calls_mean": sum(int(r.get("kg_calls", 0)) for r in rows) / n,
-        "kg_time_share": _share(kg_time, latency),
-        "llm_time_share": _share(llm_time, latency),
-        "cache_hits_total": sum(int(r.get("cache_hits", 0)) for r in rows),
-    })
-    for key in ("dataset", "split", "method", "method_config", "llm", "kg", "seed"):
-        if key in run_config:
-            summary[key] = run_config[key]
-    if run_config.get("questions") is not None:
-        summary["selected"] = max([int(run_config["questions"]),
-                                   *(int(r.get("questions") or 0) for r in run_config.get("resumes", []))])
-    if run_facts is None and (path / SUMMARY_FILE).is_file():  # a rebuild keeps the facts of the run that wrote it
-        with contextlib.suppress(ValueError, AttributeError):
-            run_facts = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8")).get("run")
-    summary["run"] = dict(run_facts or {})
-    summary = _finite(summary)
-    _write_json(path / SUMMARY_FILE, summary)
-    if report:
-        from kgqa.eval.report import write_report
-
-        write_report(path, summary, rows, run_config)
-    return summary
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/inf: a summary must load anywhere."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value

@@ -1,4 +1,6 @@
-"""The knowledge-graph seam: the data types every backend speaks and the `KnowledgeGraph` protocol.
+"""The knowledge-graph seam: the data types every backend speaks, the `KGCore` protocol (the primitives a backend must
+implement) and the `KnowledgeGraph` protocol (the primitives plus the derived operations of :mod:`kgqa.kg.derived`,
+which a backend inherits from :class:`~kgqa.kg.derived.DerivedOps` and may override with a native version).
 
 Identifiers are plain strings. An entity id is whatever the schema calls an entity (``m.0abc`` in Freebase, ``Q42`` in
 Wikidata, a label in MetaQA). A literal is written in its N-Triples form, so an id that starts with a double quote is a
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -26,6 +28,10 @@ DEFAULT_CHAIN_LIMIT = 1000
 DEFAULT_MAX_FRONTIER = 100_000
 #: Cap on the number of paths returned when bindings are requested.
 DEFAULT_MAX_PATHS = 1000
+#: Defaults of a bounded BFS subgraph: levels, edges kept per expanded node, triples in all.
+DEFAULT_SUBGRAPH_DEPTH = 2
+DEFAULT_MAX_PER_NODE = 100
+DEFAULT_MAX_TRIPLES = 10_000
 
 
 class Direction(enum.StrEnum):
@@ -170,6 +176,24 @@ class ChainResult:
     truncated: bool = False
 
 
+Triple = tuple[str, str, str]
+
+
+@dataclass(slots=True)
+class Subgraph:
+    """What a bounded BFS around seed entities reached (:meth:`KnowledgeGraph.subgraph`).
+
+    ``triples`` are ``(head, relation, tail)``, distinct, in the order the search met them (level by level; within a
+    level node by node; within a node its outgoing edges then its incoming ones, relations sorted). ``nodes`` are the
+    seeds that are in the KG, then every other node of a triple in the order it was first reached. ``truncated`` says a
+    cap (edges per node, or triples in all) left edges out; the depth bound is not a cut.
+    """
+
+    triples: list[Triple]
+    nodes: list[str]
+    truncated: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class EntityMatch:
     """An entity found by label search, with a score in [0, 1] (1 for an exact label)."""
@@ -211,8 +235,9 @@ class ConstraintChain:
 
 
 @runtime_checkable
-class KnowledgeGraph(Protocol):
-    """What every method may ask of a KG. Embedded store and SPARQL endpoints answer alike for the same data."""
+class KGCore(Protocol):
+    """The primitives every backend implements; everything else a method may ask has a generic implementation in terms
+    of these (:class:`~kgqa.kg.derived.DerivedOps`)."""
 
     @property
     def schema(self) -> Schema: ...
@@ -223,28 +248,8 @@ class KnowledgeGraph(Protocol):
 
     def neighbors(self, entity: str, relation: str, direction: Direction | str = Direction.OUT,
                   limit: int = 100) -> list[str]:
-        """Entities (or literals) one ``relation`` away from ``entity`` in ``direction``, at most ``limit``."""
-        ...
-
-    def run_chain(self, topics: Sequence[str], chain: Chain, *, bindings: bool = False,
-                  limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
-        """Follow ``chain`` from ``topics``; every intermediate entity is a variable."""
-        ...
-
-    def chain_relations(self, topics: Sequence[str], chain: Chain,
-                        direction: Direction | str = Direction.OUT) -> list[str]:
-        """Relations leaving (``OUT``) or entering (``IN``) the entities that ``chain`` reaches, without naming them."""
-        ...
-
-    def constraint_values(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
-                          limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
-        """What the constraint chain recalls from the main chain's entities at ``constraint.source`` (only entities on a
-        complete main path count). CCoR picks its constraint target from these."""
-        ...
-
-    def filter_by_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
-                             limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
-        """Candidates of ``main`` that satisfy ``constraint`` (whose ``target`` must be set): the two chains run jointly."""
+        """Entities (or literals) one ``relation`` away from ``entity`` in ``direction``, distinct, at most ``limit``.
+        A relation outside the KG's vocabulary raises KGError (an endpoint: once its vocabulary is known)."""
         ...
 
     def names(self, ids: Sequence[str]) -> dict[str, str | None]:
@@ -270,3 +275,43 @@ class KnowledgeGraph(Protocol):
     def stats(self) -> KGStats: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class KnowledgeGraph(KGCore, Protocol):
+    """What every method may ask of a KG: the primitives of :class:`KGCore` and the derived operations below, which
+    :class:`~kgqa.kg.derived.DerivedOps` implements generically. Embedded store and SPARQL endpoints answer alike for
+    the same data."""
+
+    def run_chain(self, topics: Sequence[str], chain: Chain, *, bindings: bool = False,
+                  limit: int = DEFAULT_CHAIN_LIMIT, max_paths: int = DEFAULT_MAX_PATHS) -> ChainResult:
+        """Follow ``chain`` from ``topics``; every intermediate entity is a variable."""
+        ...
+
+    def chain_relations(self, topics: Sequence[str], chain: Chain,
+                        direction: Direction | str = Direction.OUT) -> list[str]:
+        """Relations leaving (``OUT``) or entering (``IN``) the entities that ``chain`` reaches, without naming them."""
+        ...
+
+    def constraint_values(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
+                          limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
+        """What the constraint chain recalls from the main chain's entities at ``constraint.source`` (only entities on a
+        complete main path count). CCoR picks its constraint target from these."""
+        ...
+
+    def filter_by_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
+                             limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
+        """Candidates of ``main`` that satisfy ``constraint`` (whose ``target`` must be set): the two chains run jointly."""
+        ...
+
+    def neighbors_many(self, entities: Sequence[str], relation: str, direction: Direction | str = Direction.OUT,
+                       limit_per_entity: int = 100) -> dict[str, list[str]]:
+        """:meth:`neighbors` of many entities at once: every distinct entity asked for is a key (in the order given),
+        with at most ``limit_per_entity`` neighbours."""
+        ...
+
+    def subgraph(self, seeds: Sequence[str], *, depth: int = DEFAULT_SUBGRAPH_DEPTH,
+                 max_per_node: int = DEFAULT_MAX_PER_NODE, max_triples: int = DEFAULT_MAX_TRIPLES,
+                 relations: Collection[str] | None = None) -> Subgraph:
+        """A bounded breadth-first subgraph around ``seeds`` (see :meth:`kgqa.kg.derived.DerivedOps.subgraph`)."""
+        ...

@@ -3,16 +3,23 @@
 A schema never talks to a store. Backends ask it three things: is this identifier well formed (security: nothing else
 reaches a SPARQL query), is this relation noise (hidden from methods), and how does an id become an RDF term and back.
 
-Registry: ``get_schema("freebase")``, ``"wikidata"``, ``"generic"`` (default base IRIs) or a ``Schema`` instance.
+Registry: ``get_schema("freebase")``, ``"wikidata"``, ``"generic"`` (default base IRIs) or a ``Schema`` instance; more
+schemas by :func:`register_schema` or the entry-point group ``kgqa.schemas`` (an entry is a ``Schema`` subclass or a
+callable returning a ``Schema``).
+
+Each schema's id grammar is written once, here: :data:`FREEBASE_ID_RE` is the Freebase mid pattern every other module
+uses (loaders, answer scoring, dataset readers). :func:`relation_words` is the one relation verbaliser.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from kgqa.errors import ConfigError, KGError
+from kgqa.registry import Registry
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 # Characters that may never appear inside an IRI written between angle brackets in SPARQL (SPARQL 1.1, IRIREF).
@@ -87,6 +94,13 @@ class Schema:
 
 
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
+#: The Freebase entity id grammar (``m.0abc``, ``g.11b6...``): the one definition of a Freebase mid in kgqa.
+FREEBASE_ID_RE: re.Pattern[str] = re.compile(r"^[mg]\.[0-9a-z_]+$")
+
+
+def is_freebase_id(value: str) -> bool:
+    """Whether ``value`` is a Freebase mid (``m.0abc`` / ``g.11b6...``), by :data:`FREEBASE_ID_RE`."""
+    return FREEBASE_ID_RE.match(value) is not None
 
 
 @dataclass
@@ -99,7 +113,7 @@ class FreebaseSchema(Schema):
     name_predicates: tuple[str, ...] = (FREEBASE_NS + "type.object.name",)
     noise_prefixes: tuple[str, ...] = ("type.object.", "common.", "freebase.", "type.type.", "kg.object_profile")
     noise_substrings: tuple[str, ...] = ("sameAs", "sameas")
-    entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[mg]\.[0-9a-z_]+$"))
+    entity_pattern: re.Pattern[str] = field(default_factory=lambda: FREEBASE_ID_RE)
     relation_pattern: re.Pattern[str] = field(
         default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+$"))
 
@@ -169,23 +183,51 @@ class WikidataSchema(Schema):
         return iri
 
 
-_SCHEMAS: dict[str, type[Schema]] = {"generic": Schema, "freebase": FreebaseSchema, "wikidata": WikidataSchema}
+#: Every schema by name; an entry is a ``Schema`` subclass or any callable that returns a ``Schema``.
+SCHEMAS: Registry[Callable[[], Schema]] = Registry("schema", noun="KG schema")
+SCHEMAS.add("generic", Schema)
+SCHEMAS.add("freebase", FreebaseSchema)
+SCHEMAS.add("wikidata", WikidataSchema)
 
 
 def get_schema(spec: str | Schema | None) -> Schema:
-    """A schema by name (``generic``, ``freebase``, ``wikidata``) or the instance itself; ``None`` is generic."""
+    """A schema by name (``generic``, ``freebase``, ``wikidata``, or a registered one) or the instance itself; ``None``
+    is generic. An unknown name is a ConfigError listing the known ones."""
     if isinstance(spec, Schema):
         return spec
-    key = (spec or "generic").strip().lower()
-    if key not in _SCHEMAS:
-        raise ConfigError(f"unknown KG schema {spec!r}; choose one of {', '.join(sorted(_SCHEMAS))}")
-    return _SCHEMAS[key]()
+    name = (spec or "generic").strip() or "generic"
+    schema = SCHEMAS.get(name)()
+    if not isinstance(schema, Schema):
+        raise ConfigError(f"KG schema {name!r} is registered as {SCHEMAS.get(name)!r}, which made a "
+                          f"{type(schema).__name__}, not a Schema")
+    return schema
 
 
-def register_schema(name: str, cls: type[Schema]) -> None:
-    """Make a custom schema nameable by string everywhere a schema is asked for."""
-    _SCHEMAS[name.lower()] = cls
+def register_schema(name: str, cls: Callable[[], Schema]) -> None:
+    """Make a custom schema nameable by string everywhere a schema is asked for (a later registration replaces it)."""
+    SCHEMAS.add(name, cls, replace=True)
 
 
 def schema_names() -> list[str]:
-    return sorted(_SCHEMAS)
+    """The registered schema names, sorted."""
+    return SCHEMAS.names()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Relations as words
+
+
+_RELATION_SPLIT_RE = re.compile(r"[._/:#]+|(?<=[a-z])(?=[A-Z])")
+
+
+def relation_words(relation: str) -> str:
+    """Plain lower-case words for a relation id, for embedding scorers and prompts.
+
+    Namespace separators (``. _ / : #``) and camelCase boundaries become spaces:
+
+    >>> relation_words("film.film.directed_by")
+    'film film directed by'
+    >>> relation_words("wdt:P57"), relation_words("birthPlace")
+    ('wdt p57', 'birth place')
+    """
+    return " ".join(w for w in _RELATION_SPLIT_RE.split(relation) if w).replace("_", " ").lower()

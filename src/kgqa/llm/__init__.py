@@ -7,6 +7,7 @@ Specs: ``openai:MODEL`` / ``openai:MODEL@http://HOST:PORT/v1`` (any OpenAI-compa
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from kgqa.errors import ConfigError
@@ -14,9 +15,11 @@ from kgqa.llm.accounting import CallRecord, RecordedModel, Recorder, UsageTotals
 from kgqa.llm.base import ChatModel, Completion, LLMError, Usage
 from kgqa.llm.cache import CachedModel, SQLiteCache
 from kgqa.llm.settings import setting
+from kgqa.registry import Registry
 
 __all__ = [
     "BACKENDS",
+    "LLM_BACKENDS",
     "CachedModel",
     "CallRecord",
     "ChatModel",
@@ -27,24 +30,26 @@ __all__ = [
     "SQLiteCache",
     "Usage",
     "UsageTotals",
+    "is_local_spec",
     "load",
 ]
 
-BACKENDS = ("openai", "local", "scripted")
+def _open_openai(rest: str, options: dict[str, Any]) -> ChatModel:
+    from kgqa.llm.openai_compat import OpenAIChatModel, parse_openai_spec
+
+    model, url = parse_openai_spec(rest)
+    if url is not None:
+        options.setdefault("base_url", url)
+    return OpenAIChatModel(model, **options)
 
 
-def _backend(kind: str, rest: str, options: dict[str, Any]) -> Any:
-    if kind == "openai":
-        from kgqa.llm.openai_compat import OpenAIChatModel, parse_openai_spec
+def _open_local(rest: str, options: dict[str, Any]) -> ChatModel:
+    from kgqa.llm.local import LocalChatModel
 
-        model, url = parse_openai_spec(rest)
-        if url is not None:
-            options.setdefault("base_url", url)
-        return OpenAIChatModel(model, **options)
-    if kind == "local":
-        from kgqa.llm.local import LocalChatModel
+    return LocalChatModel(rest or "smollm2", **options)
 
-        return LocalChatModel(rest or "smollm2", **options)
+
+def _open_scripted(rest: str, options: dict[str, Any]) -> ChatModel:
     from kgqa.llm.scripted import ScriptedModel
 
     if options:
@@ -52,6 +57,25 @@ def _backend(kind: str, rest: str, options: dict[str, Any]) -> Any:
     if not rest:
         raise ConfigError("scripted model spec needs a file: scripted:FILE.jsonl")
     return ScriptedModel.from_file(rest)
+
+
+#: LLM backends by the prefix of a spec (``openai:...``): each opens a model from the rest of the spec and the options.
+#: A third-party backend registers here or by the entry-point group ``kgqa.llm_backends``.
+LLM_BACKENDS: Registry[Callable[[str, dict[str, Any]], ChatModel]] = Registry("llm backend", group="llm_backends",
+                                                                             noun="LLM backend")
+LLM_BACKENDS.add("openai", _open_openai)
+LLM_BACKENDS.add("local", _open_local)
+LLM_BACKENDS.add("scripted", _open_scripted)
+#: The built-in backend names (kept for callers that list them).
+BACKENDS = ("openai", "local", "scripted")
+
+
+def is_local_spec(spec: str | None) -> bool:
+    """Whether a model spec (or a model's ``name``, which is its spec) runs an offline local model (``local:...``).
+
+    Methods use it to pick defaults that suit tiny CPU models (e.g. embedding rather than LLM relation pruning).
+    """
+    return bool(spec) and str(spec).strip().startswith("local:")
 
 
 def load(spec: str | None = None, *, recorder: Recorder | None = None,
@@ -65,11 +89,14 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
     spec = setting("llm", spec, default="local:smollm2")
     assert spec is not None
     kind, sep, rest = spec.partition(":")
-    if not sep or kind not in BACKENDS:
+    backend = LLM_BACKENDS.find(kind) if sep else None
+    if backend is None:
+        others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
         raise ConfigError(f"model spec {spec!r} is not understood; expected one of "
-                          "openai:MODEL[@URL], local:smollm2, local:gemma3-270m, scripted:FILE.jsonl")
+                          "openai:MODEL[@URL], local:smollm2, local:gemma3-270m, scripted:FILE.jsonl"
+                          + (f", {others}" if others else ""))
     try:
-        model: Any = _backend(kind, rest, dict(options))
+        model: Any = backend(rest, dict(options))
     except TypeError as exc:  # an option the backend does not take
         raise ConfigError(f"bad option for {spec!r}: {exc}") from None
     if cache is None:

@@ -5,6 +5,10 @@ Rules come from a JSONL file (``scripted:FILE.jsonl``) or a list of dicts, each 
 ``match`` is the default. ``"replies": [...]`` instead of ``reply`` serves its items in turn (the last one repeats), which
 scripts a re-ask. A non-string reply is sent as its JSON text. Blank lines and lines starting with ``#`` are skipped.
 Alternatively pass a callable ``messages -> str``. Token usage is the approximation of :mod:`kgqa.llm.tokens`.
+
+For tests that script a whole method, :class:`kgqa.testing.PolicyModel` computes each reply from the rendered prompt
+(its step, its schema, its re-ask count) and scripts unreadable, truncated and failed replies; it builds its
+completions with :func:`scripted_completion`, so both models count calls and tokens alike.
 """
 
 from __future__ import annotations
@@ -36,8 +40,19 @@ class _Rule:
         return reply
 
 
-def _as_text(value: Any) -> str:
+def reply_text(value: Any) -> str:
+    """A scripted reply as the text a model would send: a string as is, anything else as its JSON text."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def scripted_completion(messages: Sequence[dict[str, str]], text: str, params: dict[str, Any], *,
+                        model: str) -> Completion:
+    """The completion of a scripted reply ``text``: usage by the approximation of :mod:`kgqa.llm.tokens`, and the reply
+    parsed as JSON when a ``schema`` was asked for (as a JSON-mode backend would). Shared by every scripted model, so
+    their accounting agrees."""
+    usage = Usage(approx_prompt_tokens(messages), approx_tokens(text))
+    parsed = parse_json_reply(text) if params.get("schema") is not None else None
+    return Completion(text=text, usage=usage, json=parsed, model=model)
 
 
 def _rule_from_dict(raw: Any, where: str) -> _Rule:
@@ -59,7 +74,7 @@ def _rule_from_dict(raw: Any, where: str) -> _Rule:
             pattern = re.compile(raw["match"])
         except re.error as exc:
             raise DataError(f"{where}: 'match' {raw['match']!r} is not a valid regular expression: {exc}") from None
-    return _Rule(pattern, [_as_text(r) for r in replies])
+    return _Rule(pattern, [reply_text(r) for r in replies])
 
 
 def load_rules(path: str | Path) -> list[dict[str, Any]]:
@@ -132,6 +147,4 @@ class ScriptedModel(BaseChatModel):
         with self._lock:  # rules with 'replies' are stateful
             self.history.append(messages)
             text = self._reply(messages)
-        usage = Usage(approx_prompt_tokens(messages), approx_tokens(text))
-        parsed = parse_json_reply(text) if params.get("schema") is not None else None
-        return Completion(text=text, usage=usage, json=parsed, model=self.name)
+        return scripted_completion(messages, text, params, model=self.name)

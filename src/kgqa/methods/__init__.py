@@ -2,39 +2,53 @@
 
 The subpackages are imported lazily, the first time the registry is asked for a name (:func:`get_method`,
 :func:`method_names`), so ``import kgqa.methods`` is cheap and a method whose optional dependencies are missing does not
-stop the others from loading.
+stop the others from loading. The contract a method implements is in :mod:`kgqa.methods.base`; the shared types it
+speaks are in :mod:`kgqa.core` (re-exported here for convenience).
 """
 
-from kgqa.methods.base import (
+from kgqa.core import (
     GROUNDING_WEIGHTS,
     AnswerItem,
     GoldAnswer,
     Grounding,
-    Method,
     MethodContext,
     Prediction,
     Question,
     TopicEntity,
     Trace,
+)
+from kgqa.methods.base import Explanation, KGQAMethod, Method, MethodConfig, Needs, solve
+from kgqa.methods.registry import (
+    METHODS,
     discover_methods,
     get_method,
+    method_info,
     method_names,
+    parse_method_config,
     register_method,
 )
 
 __all__ = [
     "GROUNDING_WEIGHTS",
+    "METHODS",
     "AnswerItem",
+    "Explanation",
     "GoldAnswer",
     "Grounding",
+    "KGQAMethod",
     "Method",
+    "MethodConfig",
     "MethodContext",
+    "Needs",
     "Prediction",
     "Question",
     "TopicEntity",
     "Trace",
     "discover_methods",
     "get_method",
+    "method_info",
     "method_names",
+    "parse_method_config",
     "register_method",
+    "solve",
 ]

@@ -1,303 +1,200 @@
-"""What every method speaks: the question it gets, the prediction it returns, its context, and the registry by name.
+"""The method contract: what a method declares (its typed config, what it needs, how it shows its reasoning) and does.
 
-A method is anything with a ``name`` and ``answer(question, ctx) -> Prediction``. It is registered under a name with
-:func:`register_method` and built with :func:`get_method`. Methods live in ``kgqa/methods/<name>/``; the registry imports
-those subpackages (and the ``kgqa.methods`` entry-point group of installed plugins) the first time it is asked for a name,
-so importing this module stays cheap and a broken method cannot break the others.
+A method is a class (or any factory) registered by name with :func:`kgqa.methods.registry.register_method`. The
+contract, all optional for a plain factory and all present on :class:`KGQAMethod` subclasses:
+
+* ``Config``: a pydantic model (a :class:`MethodConfig`) with defaults. ``kgqa eval/ask --method-config KEY=VALUE``
+  is validated against it (an unknown key or a bad value is refused naming the field and the valid ones), ``kgqa
+  methods`` lists it, and a run writes the resolved config whole into ``config.json``.
+* ``needs(llm)``: a :class:`Needs` saying whether it needs a KG, an LLM, an embedder, and which trained artifacts;
+  the CLI and the runner load exactly those.
+* ``explain(prediction)``: an :class:`Explanation`, the method's own summary of how it answered (chains, a plan, a
+  subgraph), which ``kgqa ask`` prints and ``--json`` includes, so no command reads a method's trace events by name.
+* ``answer(question, ctx)``: the prediction. The caller (the runner, ``kgqa ask``, :func:`solve`) attaches the trace
+  and the usage, so a method returns only what it decided.
+
+Dataset facts a method needs (CCoR's depth 4 on CWQ) come in ``question.metadata`` from the dataset's registry entry,
+never from a dataset-name test inside a method.
 """
 
 from __future__ import annotations
 
-import enum
-import importlib
-import importlib.metadata
-import inspect
-import pkgutil
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kgqa.core import MethodContext, Prediction, Question
 from kgqa.errors import ConfigError
 
-if TYPE_CHECKING:  # the LLM and text layers are optional at import time
-    from kgqa.kg.base import KnowledgeGraph
+if TYPE_CHECKING:
     from kgqa.llm.accounting import Recorder
-    from kgqa.llm.base import ChatModel
-    from kgqa.text.base import Embedder
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Questions
+class MethodConfig(BaseModel):
+    """Base of every method's config: frozen, unknown keys refused, defaults validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-class TopicEntity(BaseModel):
-    """An entity the question is about: its KG id (``m.0abc``, ``Q42``, a MetaQA label) and its display name."""
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a method needs to answer: loaded by the CLI and the runner before the first question, nothing more."""
 
-    model_config = ConfigDict(frozen=True)
+    kg: bool = True
+    llm: bool = True
+    embedder: bool = False
+    #: Names of artifacts (``kgqa artifacts``) the method loads: trained weights, precomputed indexes.
+    artifacts: tuple[str, ...] = ()
 
-    id: str
-    name: str
-
-
-class GoldAnswer(BaseModel):
-    """One gold answer. ``id`` is ``None`` for a literal (a year, a count) or when the data gives names only."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str | None = None
-    name: str
-    aliases: list[str] = Field(default_factory=list)
+    def describe(self) -> str:
+        parts = [what for what, needed in (("KG", self.kg), ("LLM", self.llm), ("embedder", self.embedder)) if needed]
+        parts += [f"artifact {a}" for a in self.artifacts]
+        return ", ".join(parts) or "nothing"
 
 
-class Question(BaseModel):
-    """A benchmark question.
+class Explanation(BaseModel):
+    """A method's own summary of how it answered one question.
 
-    ``metadata`` keys used across datasets (present only where the data says): ``hops`` (int), ``qtype`` (str),
-    ``compositionality`` (str), ``constraints`` (list), ``sparql`` (str), ``dataset`` and ``split``; loaders add their
-    own (``level``, ``function``, ``webqsp_id`` ...).
+    ``fields`` are machine-readable (merged into ``kgqa ask --json``); ``lines`` are what ``kgqa ask`` prints, one
+    per line, after the answers and the grounding.
     """
 
-    id: str
-    text: str
-    topic_entities: list[TopicEntity] = Field(default_factory=list)
-    answers: list[GoldAnswer] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def topic_ids(self) -> list[str]:
-        return [t.id for t in self.topic_entities]
-
-    @property
-    def gold_names(self) -> list[str]:
-        return [a.name for a in self.answers]
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Predictions
-
-
-class Grounding(enum.StrEnum):
-    """Where the final answer came from (CCoR paper, Sec. V-A).
-
-    ``structured``: derived entirely from explicit KG execution. ``synthesis``: the KG gave intermediate results (e.g.
-    a candidate set) and the LLM decided the answer from them. ``parametric``: the LLM answered from its own memory.
-    """
-
-    STRUCTURED = "structured"
-    SYNTHESIS = "synthesis"
-    PARAMETRIC = "parametric"
-
-    @property
-    def weight(self) -> float:
-        """The KGR weight of this state (Eq. 10): 1.0, 0.5, 0."""
-        return GROUNDING_WEIGHTS[self]
-
-
-GROUNDING_WEIGHTS: dict[Grounding, float] = {
-    Grounding.STRUCTURED: 1.0,
-    Grounding.SYNTHESIS: 0.5,
-    Grounding.PARAMETRIC: 0.0,
-}
-
-
-class AnswerItem(BaseModel):
-    """One predicted answer: the KG id when the method has one, and the name shown to the user."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str | None = None
-    name: str = ""
-
-
-def _coerce_answer(value: Any) -> Any:
-    # Methods and baselines often have bare strings; accept them so every method need not wrap them.
-    if isinstance(value, str):
-        return AnswerItem(id=None, name=value)
-    if isinstance(value, tuple) and len(value) == 2:
-        return AnswerItem(id=value[0], name=value[1] if value[1] is not None else "")
-    return value
-
-
-class Prediction(BaseModel):
-    """What a method returns for one question (JSON-serialisable with ``model_dump(mode="json")``).
-
-    ``answers`` are ranked, best first. ``evidence`` holds the triples or paths the answer rests on (each a list of
-    ids/names). ``trace`` is the step trace, ``usage`` the accounting totals (``calls``, ``prompt_tokens``,
-    ``completion_tokens``, ``latency_s`` ...). ``error`` is set when the method failed; the answers are then whatever it
-    had (usually none). ``grounding`` defaults to ``parametric`` so a method that forgets it is never over-credited.
-    """
-
-    answers: list[AnswerItem] = Field(default_factory=list)
-    grounding: Grounding = Grounding.PARAMETRIC
-    evidence: list[list[str]] = Field(default_factory=list)
-    trace: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
-
-    @field_validator("answers", mode="before")
-    @classmethod
-    def _answers_from_strings(cls, value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            return [_coerce_answer(v) for v in value]
-        return value
-
-    @classmethod
-    def failed(cls, error: str, *, usage: dict[str, Any] | None = None,
-               trace: list[dict[str, Any]] | None = None) -> Prediction:
-        """A prediction for a question whose method raised: no answers, parametric, the error kept."""
-        return cls(answers=[], grounding=Grounding.PARAMETRIC, usage=dict(usage or {}), trace=list(trace or []),
-                   error=error)
-
-    @property
-    def names(self) -> list[str]:
-        """The ranked answer names."""
-        return [a.name for a in self.answers]
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Context
-
-
-class Trace(list[dict[str, Any]]):
-    """The step trace of one question: a plain list of events (so it serialises as JSON as is)."""
-
-    def add(self, step: str, **data: Any) -> dict[str, Any]:
-        """Append the event ``{"step": step, **data}`` and return it (so a step can fill in its outcome later)."""
-        event: dict[str, Any] = {"step": step, **data}
-        self.append(event)
-        return event
-
-    def steps(self) -> list[str]:
-        return [str(e.get("step", "")) for e in self]
-
-
-@dataclass
-class MethodContext:
-    """What a method may use while answering: the KG, the chat model, an optional embedder, a seed and the recorder."""
-
-    kg: KnowledgeGraph
-    llm: ChatModel
-    embedder: Embedder | None = None
-    seed: int = 0
-    recorder: Recorder | None = None
-    trace: Trace = field(default_factory=Trace)
-
-    def for_question(self) -> MethodContext:
-        """A copy with a fresh trace (one per question, so concurrent questions never share one)."""
-        return replace(self, trace=Trace())
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The method protocol and the registry
+    fields: dict[str, Any] = Field(default_factory=dict)
+    lines: list[str] = Field(default_factory=list)
 
 
 @runtime_checkable
 class Method(Protocol):
-    """A KGQA method."""
+    """What the runner needs of a method: a name and ``answer``. ``needs``/``explain``/``config`` are optional."""
 
     name: str
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction: ...
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+class KGQAMethod(abc.ABC):
+    """Base class of kgqa's methods: set ``name``, ``summary`` and ``Config``, implement ``answer``.
 
-_REGISTRY: dict[str, Callable[..., Method]] = {}
-_IMPORT_ERRORS: dict[str, str] = {}
-_LOCK = threading.RLock()  # guards the two dicts above
-# Held while importing method packages; separate from _LOCK so a package that registers itself while another thread
-# is discovering never waits on a lock held by a thread that is waiting for that package's import.
-_DISCOVERY_LOCK = threading.RLock()
-_discovered = False
-ENTRY_POINT_GROUP = "kgqa.methods"
-
-
-def _key(name: str) -> str:
-    return name.strip().lower()
-
-
-def register_method(name: str) -> Callable[[F], F]:
-    """Register a class or factory under ``name``: ``get_method(name, **config)`` calls it with the config."""
-    key = _key(name)
-    if not key:
-        raise ValueError("a method name must not be empty")
-
-    def decorator(factory: F) -> F:
-        with _LOCK:
-            previous = _REGISTRY.get(key)
-            # Re-registering the same object (a module re-import) is harmless; two methods under one name are a bug.
-            if previous is not None and previous is not factory and (
-                    getattr(previous, "__qualname__", None) != getattr(factory, "__qualname__", None)
-                    or getattr(previous, "__module__", None) != getattr(factory, "__module__", None)):
-                raise ValueError(f"method name {name!r} is already registered by {previous!r}")
-            _REGISTRY[key] = factory
-        return factory
-
-    return decorator
-
-
-def discover_methods(*, force: bool = False) -> None:
-    """Import every subpackage of ``kgqa.methods`` and every ``kgqa.methods`` entry point, once.
-
-    A subpackage that fails to import is remembered (and reported by :func:`get_method` when its name is asked for)
-    rather than raised, so one broken method does not hide the others.
+    ``KGQAMethod(**settings)`` validates the settings against ``Config`` (a :class:`ConfigError` names the field);
+    ``self.config`` is the validated, frozen config.
     """
-    global _discovered
-    with _DISCOVERY_LOCK:
-        if _discovered and not force:
-            return
-        package = importlib.import_module("kgqa.methods")
-        for info in pkgutil.iter_modules(package.__path__):
-            if not info.ispkg or info.name.startswith("_"):
-                continue
-            try:
-                importlib.import_module(f"kgqa.methods.{info.name}")
-            except Exception as exc:  # a broken method must not break the registry
-                with _LOCK:
-                    _IMPORT_ERRORS[_key(info.name)] = f"{type(exc).__name__}: {exc}"
-        try:
-            entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-        except Exception:  # pragma: no cover - broken metadata of some other distribution
-            entry_points = ()
-        for ep in entry_points:
-            try:
-                factory = ep.load()
-            except Exception as exc:
-                with _LOCK:
-                    _IMPORT_ERRORS[_key(ep.name)] = f"{type(exc).__name__}: {exc}"
-                continue
-            with _LOCK:
-                if _key(ep.name) not in _REGISTRY and callable(factory):
-                    _REGISTRY[_key(ep.name)] = factory
-        _discovered = True
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Config: ClassVar[type[MethodConfig]] = MethodConfig
+
+    def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
+        if config is not None and settings:
+            raise ConfigError(f"{self.name}: give a config object or settings, not both")
+        self.config = config if config is not None else validate_config(self.name, self.Config, settings)
+
+    def needs(self, llm: str | None = None) -> Needs:
+        """What this configured method needs; ``llm`` is the model spec the run uses (some defaults depend on it)."""
+        return Needs()
+
+    @abc.abstractmethod
+    def answer(self, question: Question, ctx: MethodContext) -> Prediction: ...
+
+    def explain(self, prediction: Prediction) -> Explanation:
+        """The summary ``kgqa ask`` shows; the default shows nothing beyond answers and grounding."""
+        return Explanation()
 
 
-def method_names() -> list[str]:
-    """The registered method names, sorted."""
-    discover_methods()
-    with _LOCK:
-        return sorted(_REGISTRY)
-
-
-def get_method(name: str, **config: Any) -> Method:
-    """Build the method registered as ``name`` with ``config``; an unknown name is a :class:`ConfigError`."""
-    discover_methods()
-    key = _key(name)
-    with _LOCK:
-        factory = _REGISTRY.get(key)
-        import_error = _IMPORT_ERRORS.get(key)
-    if factory is None:
-        if import_error is not None:
-            raise ConfigError(f"method {name!r} could not be loaded: {import_error}")
-        known = ", ".join(method_names()) or "(none registered)"
-        raise ConfigError(f"unknown method {name!r}; known methods: {known}")
+def validate_config(method: str, model: type[BaseModel], settings: dict[str, Any]) -> BaseModel:
+    """Validate ``settings`` against ``model``; a :class:`ConfigError` names the bad field and lists the valid ones."""
     try:
-        inspect.signature(factory).bind(**config)
-    except TypeError as exc:
-        raise ConfigError(f"bad configuration for method {name!r}: {exc}") from exc
-    except ValueError:  # no introspectable signature (a builtin): let the call itself complain
-        pass
-    return factory(**config)
+        return model.model_validate(settings)
+    except ValidationError as exc:
+        fields = model.model_fields
+        valid = ", ".join(f"{n} ({describe_type(f.annotation)})" for n, f in fields.items()) or "(none)"
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ())) or "config"
+            if err.get("type") == "extra_forbidden":
+                problems.append(f"{where!r} is not a setting of this method")
+            else:
+                problems.append(f"{where}={err.get('input')!r}: {err.get('msg')}")
+        raise ConfigError(f"bad configuration for method {method!r}: {'; '.join(problems)}. "
+                          f"Valid settings: {valid}") from None
+
+
+def describe_type(annotation: Any) -> str:
+    """A short readable name of a config field's type (``int``, ``'llm' | 'embedding'``, ``int | None``)."""
+    import typing
+
+    if annotation is None or annotation is type(None):
+        return "None"
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return describe_type(typing.get_args(annotation)[0])
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in typing.get_args(annotation))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " | ".join(describe_type(a) for a in typing.get_args(annotation))
+    if origin is not None:
+        args = ", ".join(describe_type(a) for a in typing.get_args(annotation))
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    if annotation is Any:
+        return "any"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def solve(method: Method, question: Question, ctx: MethodContext, *, recorder: Recorder | None = None,
+          scope: str | None = None) -> Prediction:
+    """Answer one question and attach what the caller owns: the trace of ``ctx`` and the usage of ``recorder``.
+
+    Exceptions of the method propagate (the runner records them as a failed question; ``kgqa ask`` shows them).
+    """
+    if recorder is not None:
+        with recorder.scope(scope or question.id):
+            prediction = method.answer(question, ctx)
+    else:
+        prediction = method.answer(question, ctx)
+    if not isinstance(prediction, Prediction):
+        prediction = Prediction.model_validate(prediction)
+    return attach_run_facts(prediction, ctx, recorder=recorder, scope=scope or question.id)
+
+
+def attach_run_facts(prediction: Prediction, ctx: MethodContext, *, recorder: Recorder | None,
+                     scope: str) -> Prediction:
+    """The prediction with the context's trace (when the method returned none) and the recorder's usage merged in."""
+    update: dict[str, Any] = {}
+    if not prediction.trace and ctx.trace:
+        update["trace"] = list(ctx.trace)
+    if recorder is not None:
+        update["usage"] = {**prediction.usage, **recorder.totals(scope).to_dict()}
+    return prediction.model_copy(update=update) if update else prediction
+
+
+def method_needs(method: Any, llm: str | None = None) -> Needs:
+    """The needs of any method object: its ``needs()``, else the old ``needs_kg``/``needs_embedder`` attributes."""
+    needs = getattr(method, "needs", None)
+    if callable(needs):
+        result = needs(llm)
+        if isinstance(result, Needs):
+            return result
+    return Needs(kg=bool(getattr(method, "needs_kg", True)), embedder=bool(getattr(method, "needs_embedder", False)))
+
+
+def method_explanation(method: Any, prediction: Prediction) -> Explanation:
+    """The method's explanation of ``prediction`` (empty for a method without ``explain``)."""
+    explain = getattr(method, "explain", None)
+    if callable(explain):
+        result = explain(prediction)
+        if isinstance(result, Explanation):
+            return result
+    return Explanation()
+
+
+def method_config_dump(method: Any) -> dict[str, Any]:
+    """The resolved config of a method object as JSON-ready data (written whole into a run's config.json)."""
+    config = getattr(method, "config", None)
+    if isinstance(config, BaseModel):
+        return config.model_dump(mode="json")
+    if hasattr(config, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(config)  # type: ignore[arg-type]
+    return {}

@@ -9,6 +9,11 @@ One choice object, :class:`PruningConfig`, names the scorer for every method tha
   is modelled; consistency and goal proximity are left to the reasoning step.
 * ``hybrid``: the embedding scorer keeps ``prefilter`` candidates, then the LLM scores those (for KGs whose entities
   have hundreds of relations, where an LLM prompt over all of them is long and costly).
+* ``auto``: ``embedding`` for an offline local model (the tiny CPU models rank relations worse than MiniLM cosine
+  does, docs/llm.md), ``llm`` otherwise; resolved by :func:`resolve_pruner` from the model spec.
+
+:meth:`RelationPruner.prune` returns a :class:`~kgqa.steps.reply.StepResult`: when the LLM's scores cannot be read it
+is a failed result (the reason is in the trace event too) whose value keeps the KG's order, never a silent default.
 """
 
 from __future__ import annotations
@@ -23,14 +28,31 @@ from pydantic import BaseModel, Field
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Hop
 from kgqa.steps.relations import describe_chain, describe_hop, verbalize_relation
+from kgqa.steps.reply import StepResult
 
 if TYPE_CHECKING:
+    from kgqa.core import Trace
     from kgqa.llm.base import ChatModel
     from kgqa.llm.prompts import PromptBook
-    from kgqa.methods.base import Trace
     from kgqa.text.base import Embedder
 
 PrunerKind = Literal["llm", "embedding", "hybrid"]
+PrunerChoice = Literal["auto", "llm", "embedding", "hybrid"]
+
+
+def resolve_pruner(choice: str, llm: str | None) -> PrunerKind:
+    """The scorer ``choice`` stands for with the model spec (or model name) ``llm``: ``auto`` picks by the model."""
+    from kgqa.llm import is_local_spec
+
+    if choice == "auto":
+        return "embedding" if is_local_spec(llm) else "llm"
+    if choice not in ("llm", "embedding", "hybrid"):
+        raise ConfigError(f"relation pruner {choice!r} is not one of auto, llm, embedding, hybrid")
+    return choice  # type: ignore[return-value]
+
+
+def pruner_needs_embedder(kind: str) -> bool:
+    return kind in ("embedding", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -58,8 +80,20 @@ class _Score(BaseModel):
     score: float = Field(ge=0.0, le=1.0)
 
 
-class RelationScores(BaseModel):
+class NumberedScores(BaseModel):
+    """A reply that scores the numbered items of a listing (relations, entities)."""
+
     scores: list[_Score]
+
+
+RelationScores = NumberedScores
+
+
+def cosine_scores(embedder: Embedder, query: str, texts: Sequence[str]) -> list[float]:
+    """Cosine similarity of ``query`` with each text, mapped from [-1, 1] to [0, 1] so every scorer speaks one scale."""
+    vectors = embedder.embed([query, *texts])
+    sims = np.asarray(vectors[1:] @ vectors[0], dtype=float)
+    return [float((x + 1.0) / 2.0) for x in sims]
 
 
 class RelationPruner:
@@ -79,12 +113,13 @@ class RelationPruner:
         self.step = step
 
     def prune(self, question: str, topic_names: Sequence[str], chain: Chain, candidates: Sequence[Hop], *,
-              trace: Trace | None = None, **prompt_vars: str) -> list[ScoredHop]:
+              trace: Trace | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
+        """The top-k candidates, best first. A failed result (unreadable LLM scores) still carries the KG-order top k."""
         if not candidates:
-            return []
+            return StepResult.success([])
         pool = list(candidates)
         if self.config.kind == "embedding":
-            scored = self._embedding_scores(question, pool)
+            scored = StepResult.success(self._embedding_scores(question, pool))
         elif self.config.kind == "llm":
             scored = self._llm_scores(question, topic_names, chain, pool, prompt_vars)
         else:
@@ -92,31 +127,31 @@ class RelationPruner:
             kept = {s.hop for s in pre}
             scored = self._llm_scores(question, topic_names, chain, [h for h in pool if h in kept], prompt_vars)
         order = {h: i for i, h in enumerate(pool)}
-        best = sorted(scored, key=lambda s: (-s.score, order[s.hop]))[: self.config.top_k]
+        best = sorted(scored.value or [], key=lambda s: (-s.score, order[s.hop]))[: self.config.top_k]
         if trace is not None:
-            trace.add(self.step, scorer=self.config.kind, candidates=len(pool),
-                      kept=[{"relation": describe_hop(s.hop), "score": round(s.score, 4)} for s in best])
-        return best
+            event = trace.add(self.step, scorer=self.config.kind, candidates=len(pool),
+                              kept=[{"relation": describe_hop(s.hop), "score": round(s.score, 4)} for s in best])
+            if not scored.ok:
+                event["failure"] = scored.failure
+                event["fallback"] = "kg order"
+        return StepResult(best, scored.ok, scored.failure)
 
     def _embedding_scores(self, question: str, hops: list[Hop]) -> list[ScoredHop]:
         assert self.embedder is not None
-        vectors = self.embedder.embed([question, *(verbalize_relation(h) for h in hops)])
-        sims = np.asarray(vectors[1:] @ vectors[0], dtype=float)
-        # Cosine in [-1, 1] mapped to [0, 1] so every scorer speaks the same scale.
-        return [ScoredHop(h, float((s + 1.0) / 2.0)) for h, s in zip(hops, sims, strict=True)]
+        scores = cosine_scores(self.embedder, question, [verbalize_relation(h) for h in hops])
+        return [ScoredHop(h, s) for h, s in zip(hops, scores, strict=True)]
 
     def _llm_scores(self, question: str, topic_names: Sequence[str], chain: Chain, hops: list[Hop],
-                    prompt_vars: dict[str, str]) -> list[ScoredHop]:
-        from kgqa.llm.structured import StructuredOutputError, ask_json
+                    prompt_vars: dict[str, str]) -> StepResult[list[ScoredHop]]:
+        from kgqa.steps.reply import ask_reply
 
         assert self.llm is not None and self.prompts is not None
         listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(hops, start=1))
-        messages = self.prompts.messages(self.prompt, question=question, chain=describe_chain(topic_names, chain),
-                                         candidates=listing, top_k=str(self.config.top_k), **prompt_vars)
-        try:
-            reply = ask_json(self.llm, messages, RelationScores, step=self.step)
-        except StructuredOutputError:
-            # The model could not score: keep the KG order, so exploration still proceeds (recorded by the caller).
-            return [ScoredHop(h, 0.0) for h in hops]
-        scores = {s.id: s.score for s in reply.scores if 1 <= s.id <= len(hops)}
-        return [ScoredHop(h, scores.get(i, 0.0)) for i, h in enumerate(hops, start=1)]
+        reply = ask_reply(self.llm, self.prompts, self.prompt, RelationScores, step=self.step, question=question,
+                          chain=describe_chain(topic_names, chain), candidates=listing, top_k=str(self.config.top_k),
+                          **prompt_vars)
+        if not reply.ok or reply.value is None:
+            # The model could not score: keep the KG order so exploration still proceeds, and say so.
+            return StepResult.failed(reply.failure or "no scores", [ScoredHop(h, 0.0) for h in hops])
+        scores = {s.id: s.score for s in reply.value.scores if 1 <= s.id <= len(hops)}
+        return StepResult.success([ScoredHop(h, scores.get(i, 0.0)) for i, h in enumerate(hops, start=1)])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy as np
 from kgqa.errors import ConfigError
 from kgqa.llm.settings import default_threads
 from kgqa.normalize import normalize_label
+from kgqa.registry import Registry
 from kgqa.text.base import check_texts, l2_normalize
 
 _MODEL_LOCK = threading.Lock()
@@ -102,15 +103,31 @@ class HashingEmbedder:
         return l2_normalize(out)
 
 
+def _open_minilm(arg: str, **options: Any) -> Any:
+    if arg:
+        raise ConfigError(f"embedder spec 'minilm:{arg}': minilm takes no argument")
+    return MiniLMEmbedder(**options)
+
+
+def _open_hashing(arg: str, **options: Any) -> Any:
+    try:
+        dim = int(arg) if arg else 256
+    except ValueError:
+        raise ConfigError(f"embedder spec 'hash:{arg}': the dimension must be an integer") from None
+    return HashingEmbedder(dim, **options)
+
+
+#: Embedders by name (``NAME`` or ``NAME:ARG``): each builds one from the argument and options. Third parties add theirs
+#: here or by the entry-point group ``kgqa.embedders``.
+EMBEDDERS: Registry[Callable[..., Any]] = Registry("embedder")
+EMBEDDERS.add("minilm", _open_minilm)
+EMBEDDERS.add("hash", _open_hashing)
+
+
 def load_embedder(spec: str = "minilm", **options: Any) -> Any:
-    """An embedder by name: ``minilm`` (default) or ``hash`` / ``hash:DIM``."""
+    """An embedder by spec: ``minilm`` (default), ``hash`` / ``hash:DIM``, or any registered ``NAME[:ARG]``."""
     kind, _, arg = spec.partition(":")
-    if kind == "minilm" and not arg:
-        return MiniLMEmbedder(**options)
-    if kind == "hash":
-        try:
-            dim = int(arg) if arg else 256
-        except ValueError:
-            raise ConfigError(f"embedder spec {spec!r}: the dimension must be an integer") from None
-        return HashingEmbedder(dim, **options)
-    raise ConfigError(f"unknown embedder {spec!r}; known: minilm, hash[:DIM]")
+    factory = EMBEDDERS.find(kind)
+    if factory is None:
+        raise ConfigError(f"unknown embedder {spec!r}; known: {', '.join(EMBEDDERS.names())} (hash takes :DIM)")
+    return factory(arg, **options)

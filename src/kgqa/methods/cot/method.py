@@ -19,19 +19,15 @@ answer, not a failed question); the trace keeps the reason. Backend errors propa
 from __future__ import annotations
 
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.base import register_method
-from kgqa.steps.generate import ParametricPrompting
-
-
-class CoTPrompting(ParametricPrompting):
-    """See the module docstring. Config: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
-
-    name = "cot"
-    reasoning = True
-    prompts = PromptBook.for_package("kgqa.methods.cot")
+from kgqa.methods.llm_only import ParametricPrompting
+from kgqa.methods.registry import register_method
 
 
 @register_method("cot")
-def make_cot(*, few_shot: bool = True, max_answers: int | None = None) -> CoTPrompting:
-    """Chain-of-thought prompting: one call, reasoning then answers."""
-    return CoTPrompting(few_shot=few_shot, max_answers=max_answers)
+class CoTPrompting(ParametricPrompting):
+    """See the module docstring. Settings: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
+
+    name = "cot"
+    summary = "Chain-of-thought prompting: the LLM reasons step by step, then answers, no KG"
+    reasoning = True
+    prompts = PromptBook.for_package("kgqa.methods.cot")

@@ -18,19 +18,15 @@ trace keeps the reason. Errors of the model backend itself propagate, and the ru
 from __future__ import annotations
 
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.base import register_method
-from kgqa.steps.generate import ParametricPrompting
-
-
-class IOPrompting(ParametricPrompting):
-    """See the module docstring. Config: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
-
-    name = "io"
-    reasoning = False
-    prompts = PromptBook.for_package("kgqa.methods.io")
+from kgqa.methods.llm_only import ParametricPrompting
+from kgqa.methods.registry import register_method
 
 
 @register_method("io")
-def make_io(*, few_shot: bool = True, max_answers: int | None = None) -> IOPrompting:
-    """IO prompting: one call, answers only."""
-    return IOPrompting(few_shot=few_shot, max_answers=max_answers)
+class IOPrompting(ParametricPrompting):
+    """See the module docstring. Settings: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
+
+    name = "io"
+    summary = "IO prompting: the LLM answers from its own knowledge in one call, no KG"
+    reasoning = False
+    prompts = PromptBook.for_package("kgqa.methods.io")

@@ -1,4 +1,5 @@
-"""The relation-centric exploration engine shared by CCoR's main chain and constraint chain (paper Sec. IV-A).
+"""The relation-centric chain explorer with its memory stack: CCoR's main and constraint chains (paper Sec. IV-A), and
+any later method that grows relation chains and judges them.
 
 State ``s_t = (c_t, h_t)``: the current chain and a memory stack of candidate chains. One iteration:
 
@@ -24,7 +25,7 @@ from kgqa.steps.pruning import RelationPruner
 from kgqa.steps.relations import search_relations
 
 if TYPE_CHECKING:
-    from kgqa.methods.base import Trace
+    from kgqa.core import Trace
 
 
 class Action(enum.StrEnum):
@@ -101,6 +102,6 @@ class RelationExplorer:
                 prompt_context: str) -> None:
         candidates = search_relations(self.kg, self.topics, self.prefix + chain)
         self.trace.add(f"{self.label}.relation_search", chain=format_chain(chain), candidates=len(candidates))
-        kept = self.pruner.prune(question, topic_names, chain, candidates, trace=self.trace, context=prompt_context)
-        for scored in reversed(kept):  # ascending score: the best ends on top of the stack
+        pruned = self.pruner.prune(question, topic_names, chain, candidates, trace=self.trace, context=prompt_context)
+        for scored in reversed(pruned.value or []):  # ascending score: the best ends on top of the stack
             stack.append((*chain, scored.hop))

@@ -20,16 +20,23 @@ Known limits: an intermediate frontier is capped with a subquery LIMIT (``max_fr
 observe, so ``truncated`` reports the final caps (limit, paths) and Virtuoso's own partial-result signals only. An
 endpoint's own blank nodes cannot be addressed across queries: a ``_:`` id it returns matches nothing when sent back
 (the ``_:bN`` ids of an exported embedded store are IRIs there, and work).
+
+Batches: ``neighbors_many`` and each level of ``subgraph`` ask for 100 entities per query, joined with an indexed
+``VALUES (?e ?i)`` (never a UNION over unbound patterns, which some engines evaluate before the join); a per-entity or
+per-relation LIMIT is a UNION of small subqueries, used only when a hub passes the batch's total cap.
+
+Length: this module is over the ~600-line guideline because :class:`SparqlKG` is one compiler: every operation is built
+from the same few pieces (ids checked into terms, per-hop DISTINCT blocks, indexed VALUES) and the same vocabulary
+state, and splitting the class would scatter them; the HTTP side and the query-text guard are modules of their own.
 """
 
 from __future__ import annotations
 
-import random
+import contextlib
+import itertools
 import re
 import threading
-import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -40,6 +47,9 @@ from kgqa.kg.base import (
     DEFAULT_CHAIN_LIMIT,
     DEFAULT_MAX_FRONTIER,
     DEFAULT_MAX_PATHS,
+    DEFAULT_MAX_PER_NODE,
+    DEFAULT_MAX_TRIPLES,
+    DEFAULT_SUBGRAPH_DEPTH,
     Chain,
     ChainResult,
     ConstraintChain,
@@ -47,101 +57,28 @@ from kgqa.kg.base import (
     EntityMatch,
     Hop,
     KGStats,
+    Subgraph,
+    Triple,
     is_literal,
     literal_value,
     make_literal,
-    parse_literal,
 )
+from kgqa.kg.derived import DerivedOps, SubgraphCollector, check_count, check_ids, check_subgraph_args, fair_shares
 from kgqa.kg.schema import Schema, check_iri, get_schema
+from kgqa.kg.sparql.endpoint import SparqlEndpoint
+from kgqa.kg.sparql.guard import BNODE_RE, RDF_LANGSTRING, XSD, XSD_STRING, literal_term, sparql_string
 from kgqa.normalize import fold, normalize_label
 
-__all__ = ["SparqlKG", "ensure_read_only", "sparql_string"]
+__all__ = ["SparqlKG"]
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-_XSD_STRING = XSD + "string"
-_RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 _NAME_BATCH = 100
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Read-only guard
-
-_MUTATING = re.compile(r"\b(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|COPY|MOVE|ADD)\b", re.IGNORECASE)
-_STRIP_FOR_GUARD = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'          # long strings
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n\r]|\\.)*"'                  # short strings
-    r"|'(?:[^'\\\n\r]|\\.)*'"
-    r'|<[^<>"{}|^`\\\x00-\x20]*>'              # IRIs
-    r"|#[^\n\r]*"                              # comments (after IRIs and strings, which may contain '#')
-    r"|[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+",  # variables
-    re.DOTALL,
-)
-_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[A-Za-z0-9_.\-]*:|BASE)\s*)*", re.IGNORECASE)
-_QUERY_FORM = re.compile(r"(SELECT|ASK)\b", re.IGNORECASE)
-# Vendor functions in query text are limited to the one the search uses (Virtuoso exposes SQL procedures as bif:).
-_VENDOR_CALL = re.compile(r"\b(?:bif|sql):(?!contains\b)", re.IGNORECASE)
+#: Entities (or subgraph nodes) per query of the batched operations.
+_BATCH = 100
+#: A subgraph level asks for at least this many edges per direction in one go before it counts edges per relation.
+_MIN_LEVEL_ROWS = 1000
 
 
-def ensure_read_only(query: str) -> None:
-    """Refuse any query text that is not a plain SELECT/ASK, before it is sent (keywords inside IRIs, literals,
-    variables and comments do not count)."""
-    stripped = _STRIP_FOR_GUARD.sub(" ", query)
-    bad = _MUTATING.search(stripped)
-    if bad:
-        raise KGError(f"refusing to send a query containing {bad.group(1).upper()!r}: this backend is read-only")
-    body = stripped[_PROLOGUE.match(stripped).end():]  # type: ignore[union-attr]
-    if not _QUERY_FORM.match(body):
-        raise KGError(f"refusing to send a query that is not a SELECT or ASK: {query[:80]!r}")
-    if _VENDOR_CALL.search(stripped):
-        raise KGError("refusing to send a query that calls a vendor procedure (bif:/sql:)")
-
-
-_SPARQL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-
-
-def _escape_char(ch: str) -> str:
-    escaped = _SPARQL_ESCAPES.get(ch)
-    if escaped is not None:
-        return escaped
-    # Other control characters as \u escapes: some servers (Virtuoso) reject them raw. Never used for quotes,
-    # backslashes or line breaks, because SPARQL may decode \u escapes before it parses strings.
-    if ch < " " or ch == "\x7f":
-        return f"\\u{ord(ch):04X}"
-    return ch
-
-
-def sparql_string(value: str) -> str:
-    """A SPARQL string literal for ``value`` with every character that could end or bend it escaped."""
-    return '"' + "".join(_escape_char(ch) for ch in value) + '"'
-
-
-_BNODE_RE = re.compile(r"^_:[A-Za-z0-9_\-.]+$")
-_LANG_RE = re.compile(r"^[A-Za-z]+(?:-[A-Za-z0-9]+)*$")
-
-
-def _literal_term(node: str) -> str:
-    parts = parse_literal(node)
-    body = sparql_string(parts.value)
-    if parts.lang:
-        if not _LANG_RE.match(parts.lang):
-            raise KGError(f"literal {node!r} has a malformed language tag")
-        return f"{body}@{parts.lang}"
-    if parts.datatype and parts.datatype != _XSD_STRING:
-        return f"{body}^^<{check_iri(parts.datatype)}>"
-    return body
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Response:
-    rows: list[dict[str, dict[str, str]]]
-    boolean: bool | None
-    partial: bool
-
-
-class SparqlKG:
+class SparqlKG(DerivedOps):
     """A KnowledgeGraph backed by a SPARQL 1.1 endpoint over HTTP.
 
     ``timeout`` is per HTTP attempt (seconds); ``retries`` extra attempts are made on 5xx, timeouts and connection
@@ -174,13 +111,13 @@ class SparqlKG:
         self.endpoint = endpoint_url
         self._schema = get_schema(schema)
         self.timeout = float(timeout)
-        self.retries = int(retries)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
         try:
             self.default_graph = check_iri(default_graph) if default_graph else None
         except KGError as exc:
             raise ConfigError(f"default_graph: {exc}") from None
+        self._http = SparqlEndpoint(endpoint_url, timeout=timeout, retries=retries, backoff=backoff,
+                                    max_backoff=max_backoff, default_graph=self.default_graph, headers=headers,
+                                    transport=transport)
         self.max_frontier = int(max_frontier)
         self.stats_timeout = float(stats_timeout)
         self.vocabulary_timeout = float(vocabulary_timeout or max(self.timeout, 120.0))
@@ -189,23 +126,16 @@ class SparqlKG:
         self.fulltext = fulltext
         self.strict_vocabulary = bool(strict_vocabulary)
         self._virtuoso = virtuoso
-        self._server_header: str | None = None
         self._name_iris = [check_iri(p) for p in self._schema.name_predicates]
         self._name_values = " ".join(f"<{p}>" for p in self._name_iris)
         # One name predicate is written as a constant: Oxigraph plans ``VALUES ?p {...} ?e ?p ?n`` as a scan of every
         # name (a names batch took 3 s at 1M triples, 9 ms with the constant).
         self._name_triple = (f"?e <{self._name_iris[0]}> ?n . BIND(<{self._name_iris[0]}> AS ?p)"
-                             if len(self._name_iris) == 1 else f"{self._name_triple}")
+                             if len(self._name_iris) == 1 else f"VALUES ?p {{ {self._name_values} }} ?e ?p ?n .")
         self._lock = threading.Lock()
         self._vocab: list[str] | None = None
         self._vocab_iris: frozenset[str] | None = None
         self._relation_seen: dict[str, bool] = {}
-        self._client = httpx.Client(headers={"Accept": "application/sparql-results+json", **(headers or {})},
-                                    transport=transport, follow_redirects=True)
-        #: The last 50 query texts sent, most recent last (for traces and debugging).
-        self.history: list[str] = []
-        #: How many queries were sent (retries not counted).
-        self.queries_sent = 0
 
     # -- plumbing --------------------------------------------------------------------------------------------------
 
@@ -216,8 +146,18 @@ class SparqlKG:
     def __repr__(self) -> str:
         return f"SparqlKG({self.endpoint!r}, schema={self._schema.name!r})"
 
+    @property
+    def history(self) -> list[str]:
+        """The last 50 query texts sent, most recent last (for traces and debugging)."""
+        return self._http.history
+
+    @property
+    def queries_sent(self) -> int:
+        """How many queries were sent (retries not counted)."""
+        return self._http.queries_sent
+
     def close(self) -> None:
-        self._client.close()
+        self._http.close()
 
     def __enter__(self) -> SparqlKG:
         return self
@@ -225,90 +165,20 @@ class SparqlKG:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, query: str, *, timeout: float | None = None, retries: int | None = None) -> _Response:
-        """Send one query (guarded), retrying transient failures; parse the JSON results."""
-        ensure_read_only(query)
-        self.history.append(query)
-        del self.history[:-50]
-        self.queries_sent += 1
-        timeout = self.timeout if timeout is None else timeout
-        attempts = 1 + (self.retries if retries is None else retries)
-        data = {"query": query}
-        if self.default_graph:
-            data["default-graph-uri"] = self.default_graph
-        last = ""
-        timed_out = False
-        for attempt in range(attempts):
-            if attempt:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
-            try:
-                response = self._client.post(self.endpoint, data=data,
-                                             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
-            except httpx.TimeoutException:
-                timed_out, last = True, f"no answer within {timeout:g}s"
-                continue
-            except httpx.TransportError as exc:
-                timed_out, last = False, f"connection failed ({type(exc).__name__}: {exc})"
-                continue
-            if self._server_header is None:
-                self._server_header = response.headers.get("server", "")
-            if response.status_code >= 500:
-                last = f"HTTP {response.status_code}: {_snippet(response.text)}"
-                if _SERVER_TIMEOUT.search(response.text[:500]):
-                    raise QueryTimeout(f"SPARQL endpoint {self.endpoint} stopped the query at its own time limit: "
-                                       f"{_snippet(response.text)}")
-                if _QUERY_ERROR.search(response.text[:500]):
-                    # Virtuoso answers 500 to a malformed query; sending it again cannot help.
-                    raise KGError(f"SPARQL endpoint {self.endpoint} rejected the query: {last}")
-                timed_out = response.status_code == 504  # a gateway gave up waiting: a timeout, retried
-                continue
-            if response.status_code >= 400:
-                raise KGError(f"SPARQL endpoint {self.endpoint} refused the query (HTTP {response.status_code}): "
-                              f"{_snippet(response.text)}")
-            return self._parse(response)
-        if timed_out:
-            raise QueryTimeout(f"SPARQL endpoint {self.endpoint}: {last} after {attempts} attempt(s); "
-                               "raise the timeout or simplify the query")
-        raise KGError(f"SPARQL endpoint {self.endpoint} failed after {attempts} attempt(s): {last}")
-
-    def _parse(self, response: httpx.Response) -> _Response:
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise KGError(f"SPARQL endpoint {self.endpoint} did not answer with SPARQL JSON results "
-                          f"(content-type {response.headers.get('content-type')!r}): {_snippet(response.text)}"
-                          ) from exc
-        # Virtuoso's "anytime" queries return 200 with a partial result and say so only in headers.
-        partial = response.headers.get("x-sql-state", "") == "S1TAT" or "x-sparql-maxrows" in response.headers
-        if not isinstance(payload, dict):
-            raise KGError(f"SPARQL endpoint {self.endpoint} sent malformed JSON results")
-        if "boolean" in payload:
-            return _Response([], bool(payload["boolean"]), partial)
-        try:
-            rows = payload["results"]["bindings"]
-        except (KeyError, TypeError) as exc:
-            raise KGError(f"SPARQL endpoint {self.endpoint} sent JSON without results.bindings") from exc
-        return _Response(rows, None, partial)
-
     def _select(self, query: str, *, timeout: float | None = None, retries: int | None = None,
                 strict: bool = True) -> tuple[list[dict[str, dict[str, str]]], bool]:
-        answer = self._send(query, timeout=timeout, retries=retries)
-        if answer.partial and strict:
-            raise QueryTimeout(f"SPARQL endpoint {self.endpoint} returned a partial result (server-side time or row "
-                               "limit); raise the endpoint's limits or simplify the query")
-        return answer.rows, answer.partial
+        return self._http.select(query, timeout=timeout, retries=retries, strict=strict)
 
     def _ask(self, query: str) -> bool:
-        return bool(self._send(query).boolean)
+        return self._http.ask(query)
 
     @property
     def is_virtuoso(self) -> bool:
         """Whether the endpoint is Virtuoso (from the constructor, else detected once from the Server header)."""
         if self._virtuoso is None:
-            if self._server_header is None:
-                self._send("ASK {}")
-            self._virtuoso = "virtuoso" in (self._server_header or "").lower()
+            if self._http.server_header is None:
+                self._http.send("ASK {}")
+            self._virtuoso = "virtuoso" in (self._http.server_header or "").lower()
         return self._virtuoso
 
     def select(self, query: str, *, timeout: float | None = None) -> list[dict[str, str]]:
@@ -342,10 +212,10 @@ class SparqlKG:
             raise KGError(f"entity {entity!r} is not a non-empty string")
         if is_literal(entity):
             try:
-                return _literal_term(entity)
+                return literal_term(entity)
             except KGError as exc:
                 raise KGError(f"literal {entity!r} is malformed ({exc})") from None
-        if entity.startswith("_:") and not _BNODE_RE.match(entity):
+        if entity.startswith("_:") and not BNODE_RE.match(entity):
             raise KGError(f"entity {entity!r} is not a valid blank-node id (_: followed by letters, digits, _ - .)")
         try:
             # A "_:" id is a blank node of a store exported from the embedded backend, where the schema made it an
@@ -370,7 +240,7 @@ class SparqlKG:
             return "_:" + value
         lang = term.get("xml:lang")
         datatype = term.get("datatype")
-        if lang or datatype in (_XSD_STRING, _RDF_LANGSTRING):
+        if lang or datatype in (XSD_STRING, RDF_LANGSTRING):
             datatype = None
         if datatype == XSD + "boolean" and value in ("1", "0"):
             value = "true" if value == "1" else "false"  # Virtuoso writes booleans as 1/0
@@ -482,6 +352,153 @@ class SparqlKG:
             return []
         rows, _ = self._select(self._outer(f"{{ SELECT DISTINCT ?x WHERE {{ {triple} }} }}", "?x", limit))
         return [self._node_id(row["x"]) for row in rows if "x" in row]
+
+    def _indexed_values(self, variables: str, rows: Iterable[str]) -> str:
+        """``VALUES (?v ?i) { (<a> 0) (<b> 1) }``: each row's terms and its position (to map answers back)."""
+        return f"VALUES ({variables}) {{ {' '.join(f'({row} {i})' for i, row in enumerate(rows))} }}"
+
+    def neighbors_many(self, entities: Sequence[str], relation: str, direction: Direction | str = Direction.OUT,
+                       limit_per_entity: int = 100) -> dict[str, list[str]]:
+        """One query per 100 entities; when the batch's total cap is hit (a hub among them), one more with a LIMIT per
+        entity (a UNION of subqueries)."""
+        check_ids(entities, "entities")
+        limit = check_count(limit_per_entity, "limit_per_entity")
+        hop = Hop(relation, Direction.parse(direction))
+        triple = self._triple("?e", hop, "?x")  # validates the relation before anything is sent
+        unique = list(dict.fromkeys(entities))
+        terms = [self._entity_term(e) for e in unique]
+        out: dict[str, list[str]] = {e: [] for e in unique}
+        if limit == 0:
+            return out
+        for start in range(0, len(unique), _BATCH):
+            batch = terms[start:start + _BATCH]
+            cap = len(batch) * limit
+            rows, partial = self._select(f"SELECT DISTINCT ?i ?x WHERE {{ {self._indexed_values('?e ?i', batch)} "
+                                         f"{triple} }} LIMIT {cap + 1}", strict=False)
+            if partial or len(rows) > cap:
+                branches = " UNION ".join(f"{{ SELECT DISTINCT ?i ?x WHERE {{ VALUES (?e ?i) {{ ({term} {i}) }} "
+                                          f"{triple} }} LIMIT {limit} }}" for i, term in enumerate(batch))
+                rows, _ = self._select(f"SELECT ?i ?x WHERE {{ {branches} }}")
+            for row in rows:
+                found = out[unique[start + int(row["i"]["value"])]]
+                if len(found) < limit:
+                    found.append(self._node_id(row["x"]))
+        return out
+
+    # -- subgraphs ---------------------------------------------------------------------------------------------------
+
+    def subgraph(self, seeds: Sequence[str], *, depth: int = DEFAULT_SUBGRAPH_DEPTH,
+                 max_per_node: int = DEFAULT_MAX_PER_NODE, max_triples: int = DEFAULT_MAX_TRIPLES,
+                 relations: Collection[str] | None = None) -> Subgraph:
+        """The generic BFS subgraph (:meth:`kgqa.kg.derived.DerivedOps.subgraph`) a level at a time: per 100 nodes of
+        a level, one query per direction for all their edges; only when a hub among them passes the batch's total cap,
+        counts per relation and then each kept group's edges (a LIMIT per cut group). Within a relation the neighbours
+        are in id order; which ones a cut group keeps is the endpoint's choice."""
+        allowed = check_subgraph_args(seeds, depth, max_per_node, max_triples, relations)
+        predicates = None
+        if allowed is not None:
+            predicates = []
+            for relation in sorted(allowed):
+                with contextlib.suppress(KGError):  # a relation this endpoint cannot have is simply not followed
+                    predicates.append(f"<{self._relation_iri(relation)}>")
+        found = [s for s in dict.fromkeys(seeds) if self.has_entity(s)]
+        collector = SubgraphCollector(found, max_triples)
+        frontier = found
+        for level in range(depth):
+            expand = [n for n in frontier if not (level and is_literal(n))]
+            nxt: list[str] = []
+            for start in range(0, len(expand), _BATCH):
+                edges, cut = self._level_edges(expand[start:start + _BATCH], max_per_node, allowed, predicates)
+                collector.truncated = collector.truncated or cut
+                if not all(collector.add(triple, other, nxt) for triple, other in edges):
+                    return collector.result()
+            frontier = nxt
+            if not frontier:
+                break
+        return collector.result()
+
+    def _level_edges(self, nodes: list[str], cap: int, allowed: frozenset[str] | None,
+                     predicates: list[str] | None) -> tuple[list[tuple[Triple, str]], bool]:
+        """The edges a subgraph keeps of ``nodes`` (in subgraph order, each with its far end) and whether a node's cap
+        cut some."""
+        if predicates is not None and not predicates:
+            return [], False
+        values = self._indexed_values("?v ?i", [self._entity_term(n) for n in nodes])
+        only = f"VALUES ?p {{ {' '.join(predicates)} }}" if predicates is not None else ""
+        shapes = {Direction.OUT: "?v ?p ?x .", Direction.IN: "?x ?p ?v ."}
+        # (node position, direction, relation) -> [count, relation IRI, neighbours or None when not fetched]
+        groups: dict[tuple[int, Direction, str], list[Any]] = {}
+        total_cap = max(_MIN_LEVEL_ROWS, len(nodes) * (cap + 1))
+        for direction, shape in shapes.items():
+            rows, partial = self._select(f"SELECT DISTINCT ?i ?p ?x WHERE {{ {values} {only} {shape} }} "
+                                         f"LIMIT {total_cap}", strict=False)
+            complete = not partial and len(rows) < total_cap
+            if not complete:  # a hub: count the edges per relation instead
+                rows, _ = self._select(f"SELECT ?i ?p (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {values} {only} {shape} }} "
+                                       "GROUP BY ?i ?p")
+            for row in rows:
+                iri = row.get("p", {}).get("value", "")
+                if row.get("p", {}).get("type") != "uri" or self._hidden(iri):
+                    continue
+                relation = self._schema.relation_id(iri)
+                if allowed is not None and relation not in allowed:
+                    continue
+                group = groups.setdefault((int(row["i"]["value"]), direction, relation),
+                                          [0, iri, [] if complete else None])
+                if complete:
+                    group[0] += 1
+                    group[2].append(self._node_id(row["x"]))
+                else:
+                    group[0] = int(row["n"]["value"])
+        # Node by node, outgoing before incoming, relations sorted: the order of the generic version.
+        order = sorted(groups, key=lambda k: (k[0], k[1] is Direction.IN, k[2]))
+        takes: dict[tuple[int, Direction, str], int] = {}
+        cut = False
+        for _, node_groups in itertools.groupby(order, key=lambda k: k[0]):
+            keys = list(node_groups)
+            counts = [groups[k][0] for k in keys]
+            cut = cut or sum(counts) > cap
+            takes.update(zip(keys, fair_shares(counts, cap), strict=True))
+        self._fetch_groups(nodes, groups, takes)
+        kept: list[tuple[Triple, str]] = []
+        for key in order:
+            i, direction, relation = key
+            for other in sorted(groups[key][2])[:takes[key]]:
+                node = nodes[i]
+                kept.append(((node, relation, other) if direction is Direction.OUT else (other, relation, node), other))
+        return kept, cut
+
+    def _fetch_groups(self, nodes: list[str], groups: dict[tuple[int, Direction, str], list[Any]],
+                      takes: dict[tuple[int, Direction, str], int]) -> None:
+        """Fill in the neighbours of the groups only counted so far: a whole group in one query per direction, a cut
+        group with a LIMIT of its own (a UNION of subqueries, 50 at a time)."""
+        whole: dict[Direction, list[str]] = {Direction.OUT: [], Direction.IN: []}
+        part: list[str] = []
+        index: dict[str, tuple[int, Direction, str]] = {}  # the ?i of each group asked for
+        for key, (count, iri, found) in groups.items():
+            if found is not None:
+                continue
+            groups[key][2] = []
+            if takes[key] == 0:
+                continue
+            i, direction, _ = key
+            position = str(len(index))
+            index[position] = key
+            term = self._entity_term(nodes[i])
+            shape = f"?v <{iri}> ?x ." if direction is Direction.OUT else f"?x <{iri}> ?v ."
+            if takes[key] == count:
+                whole[direction].append(f"({term} {position} <{iri}>)")
+            else:
+                part.append(f"{{ SELECT DISTINCT ?i ?p ?x WHERE {{ VALUES (?v ?i ?p) {{ ({term} {position} <{iri}>) }} "
+                            f"{shape} }} LIMIT {takes[key]} }}")
+        queries = [f"SELECT DISTINCT ?i ?p ?x WHERE {{ VALUES (?v ?i ?p) {{ {' '.join(rows)} }} "
+                   f"{'?v ?p ?x .' if direction is Direction.OUT else '?x ?p ?v .'} }}"
+                   for direction, rows in whole.items() if rows]
+        queries += [f"SELECT ?i ?p ?x WHERE {{ {' UNION '.join(part[k:k + 50])} }}" for k in range(0, len(part), 50)]
+        for query in queries:
+            rows, _ = self._select(query)
+            for row in rows:
+                groups[index[row["i"]["value"]]][2].append(self._node_id(row["x"]))
 
     # -- protocol: chains ------------------------------------------------------------------------------------------
 
@@ -761,17 +778,6 @@ class SparqlKG:
             except QueryTimeout:
                 counts[key] = None
         extra: dict[str, Any] = {"endpoint": self.endpoint, "default_graph": self.default_graph}
-        if self._virtuoso is not None or self._server_header is not None:
-            extra["server"] = self._server_header
+        if self._virtuoso is not None or self._http.server_header is not None:
+            extra["server"] = self._http.server_header
         return KGStats(backend="sparql", schema=self._schema.name, extra=extra, **counts)
-
-
-# Errors in the query itself (Virtuoso answers them with HTTP 500): sending the same text again cannot help.
-_QUERY_ERROR = re.compile(r"Virtuoso (37000|22023|42000)|Error (SP|SQ|FT)\d|SPARQL compiler|syntax error|parse error",
-                          re.IGNORECASE)
-_SERVER_TIMEOUT = re.compile(r"Virtuoso S1T00")
-
-
-def _snippet(text: str, size: int = 300) -> str:
-    text = " ".join(text.split())
-    return text[:size] + ("..." if len(text) > size else "")

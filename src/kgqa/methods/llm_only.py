@@ -1,13 +1,16 @@
-"""Answers from the LLM alone: the IO and CoT baselines, and the last fallback layer of KG methods."""
+"""Answers from the LLM alone: the body of the IO and CoT baselines, and the last fallback layer of KG methods.
+
+It lives with the methods (not in ``steps/``) because it is a whole answering strategy, not a step of one.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from kgqa.errors import ConfigError
-from kgqa.methods.base import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
@@ -48,26 +51,31 @@ def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question:
     return answers, getattr(reply, "reasoning", "")
 
 
-class ParametricPrompting:
+class ParametricConfig(MethodConfig):
+    few_shot: bool = Field(default=True, description="two in-context examples (False: zero-shot prompt)")
+    max_answers: Annotated[StrictInt, Field(ge=1)] | None = Field(default=None,
+                                                                  description="keep only the best N answers")
+
+
+class ParametricPrompting(KGQAMethod):
     """The body of the LLM-only baselines (IO, CoT): one generation call, grounding ``parametric``, the KG untouched.
 
     A subclass names itself, says whether the reply carries ``reasoning`` first, and brings its prompt book (entries
-    ``answer`` and ``answer_zero_shot``). Config: ``few_shot`` (default True), ``max_answers`` (default: keep all). A reply
-    still invalid after the re-ask gives no answers (a wrong answer, not a failed question); the trace keeps the reason.
+    ``answer`` and ``answer_zero_shot``). A reply still invalid after the re-ask gives no answers (a wrong answer, not a
+    failed question); the trace keeps the reason.
     """
 
-    name: ClassVar[str]
     reasoning: ClassVar[bool]
     prompts: ClassVar[PromptBook]
+    Config = ParametricConfig
     needs_kg: ClassVar[bool] = False
 
-    def __init__(self, *, few_shot: bool = True, max_answers: int | None = None) -> None:
-        if max_answers is not None and (isinstance(max_answers, bool) or not isinstance(max_answers, int)
-                                        or max_answers < 1):
-            raise ConfigError(f"{self.name}: max_answers must be a positive integer, got {max_answers!r}")
-        self.few_shot = bool(few_shot)
-        self.max_answers = max_answers
-        self.prompt = "answer" if self.few_shot else "answer_zero_shot"
+    @property
+    def prompt(self) -> str:
+        return "answer" if self.config.few_shot else "answer_zero_shot"
+
+    def needs(self, llm: str | None = None) -> Needs:
+        return Needs(kg=False, llm=True)
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         from kgqa.llm.structured import StructuredOutputError
@@ -80,10 +88,17 @@ class ParametricPrompting:
         except StructuredOutputError as exc:
             answers, reasoning = [], ""
             event["unreadable"] = str(exc)
-        if self.max_answers is not None:
-            answers = answers[:self.max_answers]
+        if self.config.max_answers is not None:
+            answers = answers[:self.config.max_answers]
         if self.reasoning:
             event["reasoning"] = reasoning
         event["answers"] = answers
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC,
-                          trace=list(ctx.trace))
+        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC)
+
+    def explain(self, prediction: Prediction) -> Explanation:
+        event = next((e for e in prediction.trace if e.get("step") == f"{self.name}.generate"), {})
+        fields: dict[str, Any] = {"reasoning": event.get("reasoning")} if self.reasoning else {}
+        lines = [f"reasoning: {event['reasoning']}"] if self.reasoning and event.get("reasoning") else []
+        if event.get("unreadable"):
+            lines.append(f"unreadable reply: {event['unreadable']}")
+        return Explanation(fields=fields, lines=lines)

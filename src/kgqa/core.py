@@ -1,0 +1,192 @@
+"""The types every layer shares: questions, topic entities, gold answers, predictions, answer items, grounding, the trace
+and the method context.
+
+They sit below ``steps/``, ``methods/`` and ``eval/`` (which all speak them) and import nothing of kgqa but errors, so a
+step never needs to import a method to name what it returns.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:  # the KG, LLM and text layers are only named here, never imported at run time
+    from kgqa.artifacts import ArtifactStore
+    from kgqa.kg.base import KnowledgeGraph
+    from kgqa.llm.accounting import Recorder
+    from kgqa.llm.base import ChatModel
+    from kgqa.text.base import Embedder
+
+__all__ = [
+    "GROUNDING_WEIGHTS", "AnswerItem", "GoldAnswer", "Grounding", "MethodContext", "Prediction", "Question",
+    "TopicEntity", "Trace",
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Questions
+
+
+class TopicEntity(BaseModel):
+    """An entity the question is about: its KG id (``m.0abc``, ``Q42``, a MetaQA label) and its display name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+
+
+class GoldAnswer(BaseModel):
+    """One gold answer. ``id`` is ``None`` for a literal (a year, a count) or when the data gives names only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None = None
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+
+
+class Question(BaseModel):
+    """A benchmark question.
+
+    ``metadata`` keys used across datasets (present only where the data says): ``hops`` (int), ``qtype`` (str),
+    ``compositionality`` (str), ``constraints`` (list), ``sparql`` (str), ``dataset`` and ``split``; loaders add their
+    own (``level``, ``function``, ``webqsp_id`` ...).
+    """
+
+    id: str
+    text: str
+    topic_entities: list[TopicEntity] = Field(default_factory=list)
+    answers: list[GoldAnswer] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def topic_ids(self) -> list[str]:
+        return [t.id for t in self.topic_entities]
+
+    @property
+    def gold_names(self) -> list[str]:
+        return [a.name for a in self.answers]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Predictions
+
+
+class Grounding(enum.StrEnum):
+    """Where the final answer came from (CCoR paper, Sec. V-A).
+
+    ``structured``: derived entirely from explicit KG execution. ``synthesis``: the KG gave intermediate results (e.g.
+    a candidate set) and the LLM decided the answer from them. ``parametric``: the LLM answered from its own memory.
+    """
+
+    STRUCTURED = "structured"
+    SYNTHESIS = "synthesis"
+    PARAMETRIC = "parametric"
+
+    @property
+    def weight(self) -> float:
+        """The KGR weight of this state (Eq. 10): 1.0, 0.5, 0."""
+        return GROUNDING_WEIGHTS[self]
+
+
+GROUNDING_WEIGHTS: dict[Grounding, float] = {
+    Grounding.STRUCTURED: 1.0,
+    Grounding.SYNTHESIS: 0.5,
+    Grounding.PARAMETRIC: 0.0,
+}
+
+
+class AnswerItem(BaseModel):
+    """One predicted answer: the KG id when the method has one, and the name shown to the user."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None = None
+    name: str = ""
+
+
+def _coerce_answer(value: Any) -> Any:
+    # Methods and baselines often have bare strings; accept them so every method need not wrap them.
+    if isinstance(value, str):
+        return AnswerItem(id=None, name=value)
+    if isinstance(value, tuple) and len(value) == 2:
+        return AnswerItem(id=value[0], name=value[1] if value[1] is not None else "")
+    return value
+
+
+class Prediction(BaseModel):
+    """What a method returns for one question (JSON-serialisable with ``model_dump(mode="json")``).
+
+    ``answers`` are ranked, best first. ``evidence`` holds the triples or paths the answer rests on (each a list of
+    ids/names). ``trace`` is the step trace, ``usage`` the accounting totals (``calls``, ``prompt_tokens``,
+    ``completion_tokens``, ``latency_s`` ...). ``error`` is set when the method failed; the answers are then whatever it
+    had (usually none). ``grounding`` defaults to ``parametric`` so a method that forgets it is never over-credited.
+    """
+
+    answers: list[AnswerItem] = Field(default_factory=list)
+    grounding: Grounding = Grounding.PARAMETRIC
+    evidence: list[list[str]] = Field(default_factory=list)
+    trace: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _answers_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [_coerce_answer(v) for v in value]
+        return value
+
+    @classmethod
+    def failed(cls, error: str, *, usage: dict[str, Any] | None = None,
+               trace: list[dict[str, Any]] | None = None) -> Prediction:
+        """A prediction for a question whose method raised: no answers, parametric, the error kept."""
+        return cls(answers=[], grounding=Grounding.PARAMETRIC, usage=dict(usage or {}), trace=list(trace or []),
+                   error=error)
+
+    @property
+    def names(self) -> list[str]:
+        """The ranked answer names."""
+        return [a.name for a in self.answers]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Context
+
+
+class Trace(list[dict[str, Any]]):
+    """The step trace of one question: a plain list of events (so it serialises as JSON as is)."""
+
+    def add(self, step: str, **data: Any) -> dict[str, Any]:
+        """Append the event ``{"step": step, **data}`` and return it (so a step can fill in its outcome later)."""
+        event: dict[str, Any] = {"step": step, **data}
+        self.append(event)
+        return event
+
+    def steps(self) -> list[str]:
+        return [str(e.get("step", "")) for e in self]
+
+
+@dataclass
+class MethodContext:
+    """What a method may use while answering: the KG, the chat model, an optional embedder, a seed, the recorder, the
+    trace of the question, and the artifact store (trained weights, precomputed indexes; ``kgqa artifacts``).
+
+    The KG is None for a method whose ``needs()`` says it needs none (IO, CoT); the LLM is None for a graph-only mode.
+    """
+
+    kg: KnowledgeGraph
+    llm: ChatModel
+    embedder: Embedder | None = None
+    seed: int = 0
+    recorder: Recorder | None = None
+    trace: Trace = field(default_factory=Trace)
+    artifacts: ArtifactStore | None = None
+
+    def for_question(self) -> MethodContext:
+        """A copy with a fresh trace (one per question, so concurrent questions never share one)."""
+        return replace(self, trace=Trace())

@@ -1,0 +1,13 @@
+"""The SPARQL backend: the KG protocol over any SPARQL 1.1 endpoint (Virtuoso, Oxigraph, QLever, ...).
+
+Modules: :mod:`~kgqa.kg.sparql.backend` (:class:`SparqlKG`: how each operation compiles to queries),
+:mod:`~kgqa.kg.sparql.endpoint` (HTTP: sending, retrying, parsing, each server's error signals) and
+:mod:`~kgqa.kg.sparql.guard` (what may reach a query: the read-only guard and the escaping of strings and literals).
+"""
+
+from __future__ import annotations
+
+from kgqa.kg.sparql.backend import SparqlKG
+from kgqa.kg.sparql.guard import ensure_read_only, sparql_string
+
+__all__ = ["SparqlKG", "ensure_read_only", "sparql_string"]

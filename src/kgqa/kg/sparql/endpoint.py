@@ -1,0 +1,141 @@
+"""The HTTP side of the SPARQL backend: one endpoint, queries sent as form posts, SPARQL JSON results parsed, transient
+failures retried with backoff, and each server's ways of saying "timeout", "bad query" or "partial result" recognised."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from kgqa.errors import KGError, QueryTimeout
+from kgqa.kg.sparql.guard import ensure_read_only
+
+__all__ = ["Response", "SparqlEndpoint"]
+
+# Errors in the query itself (Virtuoso answers them with HTTP 500): sending the same text again cannot help.
+_QUERY_ERROR = re.compile(r"Virtuoso (37000|22023|42000)|Error (SP|SQ|FT)\d|SPARQL compiler|syntax error|parse error",
+                          re.IGNORECASE)
+_SERVER_TIMEOUT = re.compile(r"Virtuoso S1T00")
+
+
+def _snippet(text: str, size: int = 300) -> str:
+    text = " ".join(text.split())
+    return text[:size] + ("..." if len(text) > size else "")
+
+
+@dataclass
+class Response:
+    rows: list[dict[str, dict[str, str]]]
+    boolean: bool | None
+    partial: bool
+
+
+class SparqlEndpoint:
+    """Sends read-only queries to one SPARQL endpoint URL.
+
+    ``timeout`` is per HTTP attempt (seconds); ``retries`` extra attempts are made on 5xx, timeouts and connection errors
+    with exponential backoff plus jitter. ``default_graph`` (already checked as an IRI) is sent as ``default-graph-uri``.
+    Every text passes :func:`~kgqa.kg.sparql.guard.ensure_read_only` first.
+    """
+
+    def __init__(self, url: str, *, timeout: float, retries: int, backoff: float, max_backoff: float,
+                 default_graph: str | None, headers: dict[str, str] | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.url = url
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.default_graph = default_graph
+        #: The ``Server`` header of the first answer (None until one arrives).
+        self.server_header: str | None = None
+        self._client = httpx.Client(headers={"Accept": "application/sparql-results+json", **(headers or {})},
+                                    transport=transport, follow_redirects=True)
+        #: The last 50 query texts sent, most recent last (for traces and debugging).
+        self.history: list[str] = []
+        #: How many queries were sent (retries not counted).
+        self.queries_sent = 0
+
+    def close(self) -> None:
+        self._client.close()
+
+    def send(self, query: str, *, timeout: float | None = None, retries: int | None = None) -> Response:
+        """Send one query (guarded), retrying transient failures; parse the JSON results."""
+        ensure_read_only(query)
+        self.history.append(query)
+        del self.history[:-50]
+        self.queries_sent += 1
+        timeout = self.timeout if timeout is None else timeout
+        attempts = 1 + (self.retries if retries is None else retries)
+        data = {"query": query}
+        if self.default_graph:
+            data["default-graph-uri"] = self.default_graph
+        last = ""
+        timed_out = False
+        for attempt in range(attempts):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
+            try:
+                response = self._client.post(self.url, data=data,
+                                             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+            except httpx.TimeoutException:
+                timed_out, last = True, f"no answer within {timeout:g}s"
+                continue
+            except httpx.TransportError as exc:
+                timed_out, last = False, f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            if self.server_header is None:
+                self.server_header = response.headers.get("server", "")
+            if response.status_code >= 500:
+                last = f"HTTP {response.status_code}: {_snippet(response.text)}"
+                if _SERVER_TIMEOUT.search(response.text[:500]):
+                    raise QueryTimeout(f"SPARQL endpoint {self.url} stopped the query at its own time limit: "
+                                       f"{_snippet(response.text)}")
+                if _QUERY_ERROR.search(response.text[:500]):
+                    # Virtuoso answers 500 to a malformed query; sending it again cannot help.
+                    raise KGError(f"SPARQL endpoint {self.url} rejected the query: {last}")
+                timed_out = response.status_code == 504  # a gateway gave up waiting: a timeout, retried
+                continue
+            if response.status_code >= 400:
+                raise KGError(f"SPARQL endpoint {self.url} refused the query (HTTP {response.status_code}): "
+                              f"{_snippet(response.text)}")
+            return self._parse(response)
+        if timed_out:
+            raise QueryTimeout(f"SPARQL endpoint {self.url}: {last} after {attempts} attempt(s); "
+                               "raise the timeout or simplify the query")
+        raise KGError(f"SPARQL endpoint {self.url} failed after {attempts} attempt(s): {last}")
+
+    def _parse(self, response: httpx.Response) -> Response:
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise KGError(f"SPARQL endpoint {self.url} did not answer with SPARQL JSON results "
+                          f"(content-type {response.headers.get('content-type')!r}): {_snippet(response.text)}"
+                          ) from exc
+        # Virtuoso's "anytime" queries return 200 with a partial result and say so only in headers.
+        partial = response.headers.get("x-sql-state", "") == "S1TAT" or "x-sparql-maxrows" in response.headers
+        if not isinstance(payload, dict):
+            raise KGError(f"SPARQL endpoint {self.url} sent malformed JSON results")
+        if "boolean" in payload:
+            return Response([], bool(payload["boolean"]), partial)
+        try:
+            rows = payload["results"]["bindings"]
+        except (KeyError, TypeError) as exc:
+            raise KGError(f"SPARQL endpoint {self.url} sent JSON without results.bindings") from exc
+        return Response(rows, None, partial)
+
+    def select(self, query: str, *, timeout: float | None = None, retries: int | None = None,
+               strict: bool = True) -> tuple[list[dict[str, dict[str, str]]], bool]:
+        """The rows of a SELECT and whether they are partial; ``strict`` turns a partial result into QueryTimeout."""
+        answer = self.send(query, timeout=timeout, retries=retries)
+        if answer.partial and strict:
+            raise QueryTimeout(f"SPARQL endpoint {self.url} returned a partial result (server-side time or row "
+                               "limit); raise the endpoint's limits or simplify the query")
+        return answer.rows, answer.partial
+
+    def ask(self, query: str) -> bool:
+        return bool(self.send(query).boolean)

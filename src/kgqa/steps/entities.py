@@ -1,0 +1,89 @@
+"""Entity pruning: score candidate entities against the question and keep the top k (ToG's and PoG's entity step).
+
+Like relation pruning, the scorer is a choice: ``embedding`` (cosine of the question with the entity's name, no LLM
+call) or ``llm`` (the model scores the numbered names; the prompt belongs to the calling method). Nameless nodes (CVTs)
+cannot be judged by name: they are kept apart and reported, never scored as if their id were a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from kgqa.errors import ConfigError
+from kgqa.steps.pruning import NumberedScores, cosine_scores
+from kgqa.steps.reply import StepResult, ask_reply
+
+if TYPE_CHECKING:
+    from kgqa.core import Trace
+    from kgqa.llm.base import ChatModel
+    from kgqa.llm.prompts import PromptBook
+    from kgqa.text.base import Embedder
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An entity offered to a pruning step: its id and display name (None for a nameless node)."""
+
+    id: str
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredEntity:
+    id: str
+    name: str
+    score: float
+
+
+class EntityPruner:
+    """Keeps the ``top_k`` named candidates that best fit the question, best first; ties keep the given order."""
+
+    def __init__(self, kind: Literal["embedding", "llm"], *, top_k: int, llm: ChatModel | None = None,
+                 embedder: Embedder | None = None, prompts: PromptBook | None = None,
+                 prompt: str = "prune_entities", step: str = "prune_entities") -> None:
+        if kind not in ("embedding", "llm"):
+            raise ConfigError(f"entity pruner {kind!r} is not one of embedding, llm")
+        if top_k < 1:
+            raise ConfigError(f"entity pruning needs top_k >= 1, got {top_k}")
+        if kind == "llm" and (llm is None or prompts is None):
+            raise ConfigError("entity pruner 'llm' needs a chat model and a prompt book")
+        if kind == "embedding" and embedder is None:
+            raise ConfigError("entity pruner 'embedding' needs an embedder (e.g. --embedder minilm)")
+        self.kind, self.top_k, self.llm, self.embedder = kind, top_k, llm, embedder
+        self.prompts, self.prompt, self.step = prompts, prompt, step
+
+    def prune(self, question: str, candidates: Sequence[Candidate], *, trace: Trace | None = None,
+              **prompt_vars: str) -> StepResult[list[ScoredEntity]]:
+        named = [c for c in candidates if c.name]
+        nameless = len(candidates) - len(named)
+        if not named:
+            result: StepResult[list[ScoredEntity]] = StepResult.success([])
+        elif self.kind == "embedding":
+            assert self.embedder is not None
+            scores = cosine_scores(self.embedder, question, [c.name or "" for c in named])
+            result = StepResult.success([ScoredEntity(c.id, c.name or "", s) for c, s in zip(named, scores, strict=True)])
+        else:
+            result = self._llm_scores(question, named, prompt_vars)
+        order = {c.id: i for i, c in enumerate(named)}
+        best = sorted(result.value or [], key=lambda e: (-e.score, order[e.id]))[: self.top_k]
+        if trace is not None:
+            event = trace.add(self.step, scorer=self.kind, candidates=len(candidates), nameless=nameless,
+                              kept=[{"id": e.id, "name": e.name, "score": round(e.score, 4)} for e in best])
+            if not result.ok:
+                event["failure"] = result.failure
+                event["fallback"] = "given order"
+        return StepResult(best, result.ok, result.failure)
+
+    def _llm_scores(self, question: str, named: list[Candidate], prompt_vars: dict[str, str]
+                    ) -> StepResult[list[ScoredEntity]]:
+        assert self.llm is not None and self.prompts is not None
+        listing = "\n".join(f"{i}. {c.name}" for i, c in enumerate(named, start=1))
+        reply = ask_reply(self.llm, self.prompts, self.prompt, NumberedScores, step=self.step, question=question,
+                          candidates=listing, top_k=str(self.top_k), **prompt_vars)
+        if not reply.ok or reply.value is None:
+            return StepResult.failed(reply.failure or "no scores", [ScoredEntity(c.id, c.name or "", 0.0) for c in named])
+        scores = {s.id: s.score for s in reply.value.scores if 1 <= s.id <= len(named)}
+        return StepResult.success([ScoredEntity(c.id, c.name or "", scores.get(i, 0.0))
+                                   for i, c in enumerate(named, start=1)])

@@ -1,0 +1,62 @@
+"""The JSON-reply step every method uses: render a prompt of the method's book, ask, validate, re-ask once, and say how it
+went in a :class:`StepResult` instead of raising or inventing a default.
+
+A step's caller decides what a failure means (backtrack, fall back, skip); the step only says that it failed and why, so
+no method ever goes on with a silent default it did not choose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from kgqa.llm.base import ChatModel
+    from kgqa.llm.prompts import PromptBook
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult(Generic[T]):
+    """What a step produced: ``value`` when ``ok``; otherwise ``failure`` says why (and ``value`` may hold what the
+    step fell back to, which the caller must treat as such)."""
+
+    value: T | None
+    ok: bool = True
+    failure: str | None = None
+
+    @classmethod
+    def success(cls, value: T) -> StepResult[T]:
+        return cls(value, True, None)
+
+    @classmethod
+    def failed(cls, reason: str, fallback: T | None = None) -> StepResult[T]:
+        return cls(fallback, False, reason)
+
+    def unwrap(self) -> T:
+        """The value of a successful step; a failed one raises ValueError with its reason."""
+        if not self.ok or self.value is None:
+            raise ValueError(f"step failed: {self.failure}")
+        return self.value
+
+
+def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
+              max_tokens: int | None = None, **variables: Any) -> StepResult[M]:
+    """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
+
+    An unreadable reply (no valid JSON after the re-ask) is a failed result naming the step; errors of the model
+    backend itself (:class:`~kgqa.llm.base.LLMError` other than unreadable output) propagate.
+    """
+    from kgqa.llm.structured import StructuredOutputError, ask_json
+
+    params: dict[str, Any] = {}
+    if max_tokens is not None:
+        params["max_tokens"] = max_tokens
+    try:
+        return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, **params))
+    except StructuredOutputError as exc:
+        return StepResult.failed(f"unreadable reply: {exc}")
