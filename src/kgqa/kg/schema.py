@@ -220,14 +220,25 @@ def schema_names() -> list[str]:
 _RELATION_SPLIT_RE = re.compile(r"[._/:#]+|(?<=[a-z])(?=[A-Z])")
 
 
-def relation_words(relation: str) -> str:
-    """Plain lower-case words for a relation id, for embedding scorers and prompts.
+def relation_words(relation: str, *, last: int | None = None) -> str:
+    """Plain lower-case words for a relation id: the one relation verbaliser of kgqa (prompts, embedding scorers,
+    BM25, artifacts).
 
-    Namespace separators (``. _ / : #``) and camelCase boundaries become spaces:
+    Namespace separators (``. _ / : #``) and camelCase boundaries become spaces. With ``last``, only the local name
+    (after an IRI's namespace or a ``prefix:``) is kept, and of a dotted name only its last ``last`` segments, which
+    drops Freebase's domain (``people.person.place_of_birth`` -> ``person place of birth``):
 
     >>> relation_words("film.film.directed_by")
     'film film directed by'
     >>> relation_words("wdt:P57"), relation_words("birthPlace")
     ('wdt p57', 'birth place')
+    >>> relation_words("http://rdf.freebase.com/ns/people.person.place_of_birth", last=2)
+    'person place of birth'
     """
-    return " ".join(w for w in _RELATION_SPLIT_RE.split(relation) if w).replace("_", " ").lower()
+    text = relation
+    if last is not None:
+        text = re.split(r"[/#]", text)[-1].rsplit(":", 1)[-1]
+        segments = [s for s in text.split(".") if s]
+        text = ".".join(segments[-last:]) if last > 0 else text
+    words = " ".join(w for w in _RELATION_SPLIT_RE.split(text) if w).replace("_", " ").lower()
+    return words or relation

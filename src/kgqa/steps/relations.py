@@ -5,13 +5,11 @@ Written once for every relation-centric method: CoR/CCoR here, and later methods
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgqa.kg.base import Chain, Direction, Hop, KnowledgeGraph, is_literal
-
-_SPLIT_RE = re.compile(r"[._/:#]+|(?<=[a-z])(?=[A-Z])")
+from kgqa.kg.schema import relation_words
 
 
 def search_relations(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *, both_directions: bool = True) -> list[Hop]:
@@ -29,8 +27,9 @@ def search_relations(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *,
 
 
 def verbalize_relation(hop: Hop) -> str:
-    """Plain words for a relation, for embedding scorers: ``film.film.directed_by`` -> ``film film directed by``."""
-    words = " ".join(w for w in _SPLIT_RE.split(hop.relation) if w).replace("_", " ").lower()
+    """Plain words for a hop, for embedding scorers: ``film.film.directed_by`` -> ``film film directed by``, marked
+    when followed backwards (the words are :func:`kgqa.kg.schema.relation_words`)."""
+    words = relation_words(hop.relation)
     return words if hop.direction is Direction.OUT else f"{words} (reverse)"
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from kgqa.kg.schema import relation_words
 from kgqa.llm.settings import cache_dir
 from kgqa.localdb import LocalSQLite
-from kgqa.normalize import normalize_label
 from kgqa.text.base import Embedder, check_texts
 
 _CHUNK = 500  # SQLite's bound-parameter limit is well above this
@@ -23,15 +23,9 @@ _SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def relation_text(relation: str) -> str:
-    """Readable words of a relation id: ``people.person.place_of_birth`` -> ``person place of birth``.
-
-    Namespaces (``http://.../``, ``ns:``) are dropped and, for dotted Freebase-style ids, only the last two segments kept.
-    """
-    local = re.split(r"[/#]", relation)[-1]
-    if ":" in local:
-        local = local.rsplit(":", 1)[-1]
-    segments = [s for s in local.split(".") if s]
-    return normalize_label(" ".join(segments[-2:]) if len(segments) > 2 else " ".join(segments)) or relation
+    """The words of a relation for lexical and embedding matching: :func:`kgqa.kg.schema.relation_words` of its local
+    name's last two segments (``people.person.place_of_birth`` -> ``person place of birth``)."""
+    return relation_words(relation, last=2)
 
 
 class EmbeddingStore:
