@@ -135,8 +135,9 @@ class Registry(Generic[T]):
         with self._lock:
             return self._entries.get(registry_key(name))
 
-    def get(self, name: str) -> T:
-        """The entry ``name``; an unknown or broken name is a :class:`ConfigError` that lists the known ones."""
+    def get(self, name: str, *, unknown: str | None = None) -> T:
+        """The entry ``name``; an unknown or broken name is a :class:`ConfigError` that lists the known ones (or says
+        ``unknown``, the caller's own message for a name nobody registered; a broken plugin is always named as such)."""
         self.discover()
         key = registry_key(name)
         with self._lock:
@@ -146,6 +147,8 @@ class Registry(Generic[T]):
             return entry
         if error is not None:
             raise ConfigError(f"{self.noun} {name!r} could not be loaded: {error}")
+        if unknown is not None:
+            raise ConfigError(unknown)
         known = ", ".join(self.names()) or "(none registered)"
         raise ConfigError(f"unknown {self.noun} {name!r}; known {self.noun}s: {known}")
 

@@ -224,3 +224,68 @@ def test_embedded_store_and_sparql_endpoint_give_the_same_final_answers(movie_kg
     assert [a.id for a in remote.answers] == [a.id for a in local.answers] == ["m.dicaprio"]
     assert remote.grounding == local.grounding == "structured"
     assert sorted(map(tuple, remote.evidence)) == sorted(map(tuple, local.evidence))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# What CCoR asks the model, pinned: the method platform moved CCoR's steps without changing its reasoning, and the
+# prompts (with the JSON schema ask_json appends) are its reasoning's input. tests/methods/data/ccor_prompts.json was
+# recorded from the commit before the platform (85062e6) by running the scenarios below there.
+
+PROMPTS_FIXTURE = Path(__file__).resolve().parent / "data" / "ccor_prompts.json"
+
+
+class _Recording:
+    """Passes calls to the scripted model and keeps (step, messages) of each."""
+
+    def __init__(self, inner: ScriptedModel, log: list[dict]) -> None:
+        self.inner, self.log, self.name = inner, log, inner.name
+
+    def chat(self, messages: list[dict[str, str]], **params: object):
+        self.log.append({"step": params.get("step"), "messages": [dict(m) for m in messages]})
+        return self.inner.chat(messages, **params)
+
+
+def prompt_scenarios() -> dict[str, tuple[str, str, dict]]:
+    """name -> (method, question, Policy arguments): the main paths of CCoR and CoR."""
+    return {
+        "stop": ("ccor", "Which actors starred in films directed by Christopher Nolan?", dict(
+            prefer=["film.director.film", "film.film.starring", "film.performance.actor"],
+            main={"film.director.film": ("incomplete", False),
+                  "film.director.film -> film.film.starring": ("incomplete", False),
+                  "film.director.film -> film.film.starring -> film.performance.actor": ("complete", None)})),
+        "constraint": ("ccor", "Which film directed by Christopher Nolan came out in 2010?", dict(
+            prefer=["film.director.film", "film.film.initial_release_date"],
+            main={"film.director.film": ("incomplete", True)},
+            constraint_init=("Among these films, which was released in 2010?", 1),
+            constraint={"film.film.initial_release_date": (True, "2010")})),
+        "gef": ("ccor", "Which is the best film by Christopher Nolan?", dict(
+            prefer=["film.director.film", "film.film.initial_release_date"],
+            main={"film.director.film": ("incomplete", True)},
+            constraint_init=("Which of these films is the best?", 1), constraint={}, gef_keep=["Interstellar"])),
+        "direct": ("ccor", "What is Christopher Nolan's latest film?", dict(prefer=[], main={}, direct=["Oppenheimer"])),
+        "cor": ("cor", "Which film directed by Christopher Nolan came out in 2010?", dict(
+            prefer=["film.director.film"], main={"film.director.film": ("incomplete", True)}, gef_keep=["Inception"])),
+    }
+
+
+def record_prompts(kg: EmbeddedKG, answer: Callable[..., object]) -> dict[str, list[dict]]:
+    """Every request of every scenario; ``answer(method, question, ctx)`` runs a method (so the recorder can run on
+    the old API too)."""
+    recorded: dict[str, list[dict]] = {}
+    for name, (method, text, policy_args) in prompt_scenarios().items():
+        log: list[dict] = []
+        model = _Recording(ScriptedModel(Policy(**policy_args)), log)
+        question = Question(id="q", text=text, topic_entities=[TopicEntity(id=i, name=n) for i, n in NOLAN])
+        answer(method, question, MethodContext(kg=kg, llm=model))  # type: ignore[arg-type]
+        recorded[name] = log
+    return recorded
+
+
+def test_ccor_asks_exactly_what_it_asked_before_the_platform(movie_kg: EmbeddedKG) -> None:
+    now = record_prompts(movie_kg, lambda method, q, ctx: solve(get_method(method, pruner="llm"), q, ctx))
+    pinned = json.loads(PROMPTS_FIXTURE.read_text(encoding="utf-8"))
+    assert set(now) == set(pinned)
+    for name in pinned:
+        assert [c["step"] for c in now[name]] == [c["step"] for c in pinned[name]], name
+        for got, want in zip(now[name], pinned[name], strict=True):
+            assert got["messages"] == want["messages"], f"{name}: {got['step']} asks something else now"

@@ -32,18 +32,18 @@ DIRECTED = Hop("film.director.film", Direction.OUT)
 
 
 def test_ask_reply_succeeds_after_a_reask_and_fails_with_its_reason() -> None:
-    from kgqa.steps.answers import CandidateChoice
+    from kgqa.steps.answers import FilterChoice
 
     ctx, _, recorder = context(shared_movie_kg(), lambda p: in_turn(truncated({"keep": [2]}), {"keep": [2]}))
     with recorder.scope("q"):
-        result = ask_reply(ctx.llm, PROMPTS, "pick", CandidateChoice, step="t.pick", question="?", candidates="1. a")
-    assert result.ok and result.value == CandidateChoice(keep=[2]) and result.failure is None
+        result = ask_reply(ctx.llm, PROMPTS, "pick", FilterChoice, step="t.pick", question="?", candidates="1. a")
+    assert result.ok and result.value == FilterChoice(keep=[2]) and result.failure is None
     assert recorder.totals("q").calls == 2  # the cut reply, then the re-ask
 
     ctx, _, _ = context(shared_movie_kg(), lambda p: unreadable())
-    failed = ask_reply(ctx.llm, PROMPTS, "pick", CandidateChoice, step="t.pick", question="?", candidates="1. a")
-    assert not failed.ok and failed.value is None and failed.failure.startswith("unreadable reply:")
-    with pytest.raises(ValueError, match="step failed: unreadable reply"):
+    failed = ask_reply(ctx.llm, PROMPTS, "pick", FilterChoice, step="t.pick", question="?", candidates="1. a")
+    assert not failed.ok and failed.value is None and "gave no valid FilterChoice for step 't.pick'" in (failed.failure or "")
+    with pytest.raises(ValueError, match=r"step failed: .* gave no valid FilterChoice"):
         failed.unwrap()
     assert StepResult.success(3).unwrap() == 3
 
@@ -55,7 +55,7 @@ def test_relation_pruning_reports_unreadable_scores_and_keeps_kg_order() -> None
     pruner = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm, prompts=PROMPTS, step="t.prune")
     result = pruner.prune("what did Nolan direct?", ["Christopher Nolan"], (), candidates, trace=ctx.trace,
                           context="")
-    assert not result.ok and "unreadable reply" in (result.failure or "")
+    assert not result.ok and "gave no valid RelationScores" in (result.failure or "")
     assert [s.hop for s in result.value or []] == candidates[:2]  # the KG's order, said to be a fallback
     (event,) = ctx.trace
     assert event["failure"] == result.failure and event["fallback"] == "kg order"

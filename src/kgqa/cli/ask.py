@@ -59,7 +59,7 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     if not question.strip():
         raise ConfigError("the question is empty")
     method_name = str(config.get("method", method))
-    runner = get_method(method_name, **parse_method_config(method_config))
+    runner = get_method(method_name, **parse_method_config(method_config, method=method_name))
     spec = str(config.get("llm", llm_spec))
     needs = method_needs(runner, spec)
     recorder = Recorder()
@@ -70,6 +70,8 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
 
         kg = open_kg(str(config.get("kg", kg_spec)), schema=schema)
         topic_entities = _topics(kg, question, topics)
+    elif kg_spec or schema or topics:
+        click.echo(f"kgqa: warning: {method_name} uses no KG; --kg, --schema and --topic are ignored", err=True)
     model: Any = llm_layer.load(spec, recorder=recorder) if needs.llm else None
     text_embedder = None
     if needs.embedder:
@@ -81,9 +83,13 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
                         artifacts=_artifact_store(needs.artifacts))
     prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
     explanation = method_explanation(runner, prediction)
-    payload = {"question": question, "method": method_name, "topics": [t.model_dump() for t in topic_entities],
-               "answers": [a.model_dump() for a in prediction.answers], "grounding": prediction.grounding.value,
-               **explanation.fields, "usage": prediction.usage, "error": prediction.error}
+    payload: dict[str, Any] = {"question": question, "method": method_name,
+                               "topics": [t.model_dump() for t in topic_entities],
+                               "answers": [a.model_dump() for a in prediction.answers],
+                               "grounding": prediction.grounding.value, "usage": prediction.usage,
+                               "error": prediction.error}
+    # The method's own fields sit beside these (e.g. CCoR's main_chain), never over them.
+    payload.update({k: v for k, v in explanation.fields.items() if k not in payload})
     if trace_file is not None:
         trace_file.parent.mkdir(parents=True, exist_ok=True)
         trace_file.write_text(json.dumps({**payload, "evidence": prediction.evidence, "trace": prediction.trace},

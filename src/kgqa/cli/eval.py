@@ -94,8 +94,8 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
     from kgqa.eval.runner import run_eval
     from kgqa.methods import parse_method_config
 
-    settings = parse_method_config(method_config)
     method = str(config.get("method", method))
+    settings = parse_method_config(method_config, method=method)
     if out_dir is None:
         if resume:
             raise ConfigError("--resume needs --out RUNDIR (the run to continue)")

@@ -171,8 +171,13 @@ def _artifact_store(needs: Needs) -> Any:
 
 
 def _check_resume(run_dir: Path, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-    # A run written before configs were resolved has no resolved config: compare the settings it was given instead.
+    # A run written before configs were resolved has no resolved config: compare the settings it was given instead,
+    # and say that the method's defaults of then cannot be checked (a default may have changed since).
     keys = RESUME_KEYS if "method_config_resolved" in old else (*RESUME_KEYS, "method_config")
+    if "method_config_resolved" not in old:
+        print(f"kgqa: warning: {run_dir} was written by an older kgqa that did not record the method's resolved "
+              f"config; resuming with today's defaults ({_canonical(new.get('method_config_resolved'))}), which "
+              "may differ from the run's. Start a new run if they do.", file=sys.stderr)
     diffs = [f"{k}: {old.get(k)!r} (run) vs {new.get(k)!r} (now)" for k in keys
              if k in old and _canonical(old.get(k)) != _canonical(new.get(k))]
     if diffs:

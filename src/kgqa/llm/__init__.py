@@ -15,7 +15,7 @@ from kgqa.llm.accounting import CallRecord, RecordedModel, Recorder, UsageTotals
 from kgqa.llm.base import ChatModel, Completion, LLMError, Usage
 from kgqa.llm.cache import CachedModel, SQLiteCache
 from kgqa.llm.settings import setting
-from kgqa.registry import Registry
+from kgqa.registry import Registry, registry_key
 
 __all__ = [
     "BACKENDS",
@@ -75,7 +75,10 @@ def is_local_spec(spec: str | None) -> bool:
 
     Methods use it to pick defaults that suit tiny CPU models (e.g. embedding rather than LLM relation pruning).
     """
-    return bool(spec) and str(spec).strip().startswith("local:")
+    if not spec:
+        return False
+    backend, sep, _ = str(spec).partition(":")
+    return bool(sep) and registry_key(backend) == "local"  # the same key the backend lookup uses
 
 
 def load(spec: str | None = None, *, recorder: Recorder | None = None,
@@ -89,12 +92,12 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
     spec = setting("llm", spec, default="local:smollm2")
     assert spec is not None
     kind, sep, rest = spec.partition(":")
-    backend = LLM_BACKENDS.find(kind) if sep else None
-    if backend is None:
-        others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
-        raise ConfigError(f"model spec {spec!r} is not understood; expected one of "
-                          "openai:MODEL[@URL], local:smollm2, local:gemma3-270m, scripted:FILE.jsonl"
-                          + (f", {others}" if others else ""))
+    others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
+    not_understood = (f"model spec {spec!r} is not understood; expected one of openai:MODEL[@URL], local:smollm2, "
+                      "local:gemma3-270m, scripted:FILE.jsonl" + (f", {others}" if others else ""))
+    if not sep:
+        raise ConfigError(not_understood)
+    backend = LLM_BACKENDS.get(kind, unknown=not_understood)
     try:
         model: Any = backend(rest, dict(options))
     except TypeError as exc:  # an option the backend does not take

@@ -68,7 +68,7 @@ class ParametricPrompting(KGQAMethod):
     reasoning: ClassVar[bool]
     prompts: ClassVar[PromptBook]
     Config = ParametricConfig
-    needs_kg: ClassVar[bool] = False
+    needs_kg: ClassVar[bool] = False  # older spelling of needs().kg, kept for callers that read it
 
     @property
     def prompt(self) -> str:

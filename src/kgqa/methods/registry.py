@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import json
 import math
+import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -152,17 +153,44 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def parse_method_config(items: Iterable[str]) -> dict[str, Any]:
+def parse_method_config(items: Iterable[str], *, method: str | None = None) -> dict[str, Any]:
     """``["pruner=embedding", "top_k=5"]`` -> ``{"pruner": "embedding", "top_k": 5}``: ints, floats, booleans
-    (true/false/yes/no/on/off), ``none``/``null`` and JSON lists/objects are converted; anything else stays text."""
+    (true/false/yes/no/on/off), ``none``/``null`` and JSON lists/objects are converted; anything else stays text.
+
+    With ``method``, a setting whose declared type is text keeps the text as written (``label=2024`` stays
+    ``"2024"``; ``none`` is still None where the setting may be None): the method's config decides, not the spelling.
+    """
+    model = config_model(METHODS.get(method)) if method is not None else None
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key or not key.isidentifier():
             raise ConfigError(f"method config {item!r} is not key=value (e.g. --method-config pruner=embedding)")
-        out[key] = _coerce(raw.strip())
+        value = _coerce(raw.strip())
+        field = model.model_fields.get(key) if model is not None else None
+        if field is not None and _wants_text(field.annotation) and not (value is None and _allows_none(field.annotation)):
+            value = raw.strip()
+        out[key] = value
     return out
+
+
+def _wants_text(annotation: Any) -> bool:
+    """Whether a setting's type takes text: ``str``, a Literal of strings, or a union holding one of those."""
+    if annotation is str:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _wants_text(typing.get_args(annotation)[0])
+    if origin is typing.Literal:
+        return all(isinstance(a, str) for a in typing.get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        return any(_wants_text(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _allows_none(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(annotation)
 
 
 def _coerce(text: str) -> Any:

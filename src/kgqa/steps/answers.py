@@ -44,8 +44,9 @@ def chain_evidence(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, answ
     return evidence
 
 
-class CandidateChoice(BaseModel):
-    keep: list[int] = Field(default_factory=list, description="numbers of the candidates that answer the question")
+# Rendered into the prompt as a JSON schema: its name and fields are part of what the model is asked.
+class FilterChoice(BaseModel):
+    keep: list[int] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ def choose_candidates(llm: ChatModel, prompts: PromptBook, prompt: str, question
     """
     shown = list(candidates[:max_shown])
     listing = "\n".join(f"{i}. {names.get(e) or e}" for i, e in enumerate(shown, start=1))
-    reply = ask_reply(llm, prompts, prompt, CandidateChoice, step=step, question=question, candidates=listing)
+    reply = ask_reply(llm, prompts, prompt, FilterChoice, step=step, question=question, candidates=listing)
     if not reply.ok or reply.value is None:
         return StepResult.failed(reply.failure or "no choice", Chosen([], len(shown), len(candidates)))
     kept = [shown[i - 1] for i in dict.fromkeys(reply.value.keep) if 1 <= i <= len(shown)]

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import BaseModel, Field
+
 from kgqa.errors import ConfigError
-from kgqa.steps.pruning import NumberedScores, cosine_scores
+from kgqa.steps.pruning import cosine_scores
 from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
@@ -20,6 +22,15 @@ if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
     from kgqa.llm.prompts import PromptBook
     from kgqa.text.base import Embedder
+
+
+class _EntityScore(BaseModel):
+    id: int = Field(description="number of the candidate entity in the list")
+    score: float = Field(ge=0.0, le=1.0)
+
+
+class EntityScores(BaseModel):
+    scores: list[_EntityScore]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +91,7 @@ class EntityPruner:
                     ) -> StepResult[list[ScoredEntity]]:
         assert self.llm is not None and self.prompts is not None
         listing = "\n".join(f"{i}. {c.name}" for i, c in enumerate(named, start=1))
-        reply = ask_reply(self.llm, self.prompts, self.prompt, NumberedScores, step=self.step, question=question,
+        reply = ask_reply(self.llm, self.prompts, self.prompt, EntityScores, step=self.step, question=question,
                           candidates=listing, top_k=str(self.top_k), **prompt_vars)
         if not reply.ok or reply.value is None:
             return StepResult.failed(reply.failure or "no scores", [ScoredEntity(c.id, c.name or "", 0.0) for c in named])

@@ -80,13 +80,10 @@ class _Score(BaseModel):
     score: float = Field(ge=0.0, le=1.0)
 
 
-class NumberedScores(BaseModel):
-    """A reply that scores the numbered items of a listing (relations, entities)."""
-
+# The reply models' names and docstrings are rendered into the prompt (as the JSON schema ask_json shows the model):
+# changing them changes what every method using them asks, so they stay as they are.
+class RelationScores(BaseModel):
     scores: list[_Score]
-
-
-RelationScores = NumberedScores
 
 
 def cosine_scores(embedder: Embedder, query: str, texts: Sequence[str]) -> list[float]:

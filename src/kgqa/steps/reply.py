@@ -48,8 +48,9 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
               max_tokens: int | None = None, **variables: Any) -> StepResult[M]:
     """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
 
-    An unreadable reply (no valid JSON after the re-ask) is a failed result naming the step; errors of the model
-    backend itself (:class:`~kgqa.llm.base.LLMError` other than unreadable output) propagate.
+    An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
+    (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`
+    other than unreadable output) propagate.
     """
     from kgqa.llm.structured import StructuredOutputError, ask_json
 
@@ -59,4 +60,4 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     try:
         return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, **params))
     except StructuredOutputError as exc:
-        return StepResult.failed(f"unreadable reply: {exc}")
+        return StepResult.failed(str(exc))

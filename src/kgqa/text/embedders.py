@@ -127,7 +127,6 @@ EMBEDDERS.add("hash", _open_hashing)
 def load_embedder(spec: str = "minilm", **options: Any) -> Any:
     """An embedder by spec: ``minilm`` (default), ``hash`` / ``hash:DIM``, or any registered ``NAME[:ARG]``."""
     kind, _, arg = spec.partition(":")
-    factory = EMBEDDERS.find(kind)
-    if factory is None:
-        raise ConfigError(f"unknown embedder {spec!r}; known: {', '.join(EMBEDDERS.names())} (hash takes :DIM)")
+    factory = EMBEDDERS.get(kind, unknown=f"unknown embedder {spec!r}; known: {', '.join(EMBEDDERS.names())} "
+                                          "(hash takes :DIM)")
     return factory(arg, **options)

@@ -10,7 +10,7 @@ prompts those papers ran, and why:
 * Two in-context examples written for kgqa (a two-step question with one answer, a two-step question with several)
   instead of the papers' longer few-shot blocks; ``few_shot=False`` uses a zero-shot prompt.
 * Temperature 0 (the LLM layer's default), so runs repeat and the request cache applies.
-* The KG is never touched: ``needs_kg`` is False, so ``kgqa eval`` does not open one for this method.
+* The KG is never touched: ``needs()`` says no KG, so neither ``kgqa eval`` nor ``kgqa ask`` opens one.
 
 The reasoning goes into the trace. A reply that is still not valid JSON after the re-ask gives no answers (a wrong
 answer, not a failed question); the trace keeps the reason. Backend errors propagate to the runner.

@@ -9,7 +9,7 @@ intermediate reasoning steps). Where kgqa differs from the prompts those papers 
 * Two in-context examples written for kgqa (one single-answer, one multi-answer question) instead of the papers'
   longer few-shot blocks; ``few_shot=False`` uses a zero-shot prompt.
 * Temperature 0 (the LLM layer's default), so runs repeat and the request cache applies.
-* The KG is never touched: ``needs_kg`` is False, so ``kgqa eval`` does not open one for this method.
+* The KG is never touched: ``needs()`` says no KG, so neither ``kgqa eval`` nor ``kgqa ask`` opens one.
 
 A reply that is still not valid JSON after the re-ask gives no answers (a wrong answer, not a failed question); the
 trace keeps the reason. Errors of the model backend itself propagate, and the runner records the question as failed.
