@@ -325,6 +325,21 @@ def test_every_literal_round_trips(embedded_kg: EmbeddedKG, sparql_kg: SparqlKG,
             assert literal in sparql_kg.run_chain(heads, (Hop(relation, Direction.OUT),)).entities
 
 
+def test_batches_of_literals_agree(embedded_kg: EmbeddedKG, derived_kg: KnowledgeGraph, generated: GeneratedKG) -> None:
+    """Literals of every kind (language-tagged ones too) in one batch with entities: Virtuoso matches nothing for a
+    multi-row, multi-variable VALUES that holds a language-tagged literal, so such rows must travel apart."""
+    batch = [*generated.literals, "m.e001", "m.e000"]
+    for relation in sorted({r for lit in generated.literals for r in embedded_kg.relations(lit, Direction.IN)}):
+        expected = embedded_kg.neighbors_many(batch, relation, Direction.IN, 1000)
+        got = derived_kg.neighbors_many(batch, relation, Direction.IN, 1000)
+        assert {e: set(v) for e, v in got.items()} == {e: set(v) for e, v in expected.items()}, relation
+    expected_sub = embedded_kg.subgraph(batch, depth=2, max_per_node=1000)
+    got_sub = derived_kg.subgraph(batch, depth=2, max_per_node=1000)
+    assert got_sub.truncated is expected_sub.truncated is False
+    assert set(got_sub.triples) == set(expected_sub.triples) and set(got_sub.nodes) == set(expected_sub.nodes)
+    assert got_sub.nodes[:len(batch)] == expected_sub.nodes[:len(batch)] == batch
+
+
 def test_unknown_relation_is_refused_once_the_vocabulary_is_known(embedded_kg: EmbeddedKG, sparql_kg: SparqlKG) -> None:
     chain = (Hop("test.film.no_such_relation", Direction.OUT),)
     with pytest.raises(KGError, match="vocabulary"):
@@ -352,6 +367,41 @@ def test_search_exact_agrees(embedded_kg: EmbeddedKG, sparql_kg: SparqlKG, gener
     for label in ("Entity 7", "entity 7", "Lonely One", "Amélie 0", 'The "Quoted" One 9', "Nobody At All"):
         expected = {(m.id, m.name, m.score) for m in embedded_kg.search(label)}
         assert {(m.id, m.name, m.score) for m in sparql_kg.search(label)} == expected, label
+
+
+@pytest.mark.parametrize("server", ["oxigraph", pytest.param("virtuoso", marks=pytest.mark.virtuoso)])
+def test_batches_of_language_tagged_literals_agree(tmp_path: Path, server: str, request: pytest.FixtureRequest,
+                                                   primitives_only: type[PrimitivesOnly]) -> None:
+    """Thousands of language-tagged literals (the case that makes Virtuoso 7 drop every answer of a multi-row,
+    multi-variable VALUES holding one): batched neighbours and subgraphs of literals and entities mixed."""
+    builder = EmbeddedKGBuilder(schema="freebase")
+    builder.add_triples((f"m.x{i}", "test.label.like", make_literal(f"Label {i % 1000}", lang="en" if i % 4 else "fr"))
+                        for i in range(3000))
+    builder.add_triples((f"m.x{i}", "test.link.next", f"m.x{i + 1}") for i in range(0, 3000, 7))
+    kg = builder.build(tmp_path / "store")
+    nt = tmp_path / "lang.nt"
+    export_ntriples(kg, nt)
+    with contextlib.ExitStack() as stack:
+        if server == "virtuoso":
+            virtuoso: VirtuosoServer = request.getfixturevalue("virtuoso_server")
+            graph: str | None = "http://kgqa.local/test/lang"
+            virtuoso.load([nt], graph, fulltext=False)
+            url = virtuoso.url
+        else:
+            url = stack.enter_context(OxigraphServer([nt], tmp_path / "server")).url
+            graph = None
+        remote = stack.enter_context(SparqlKG(url, schema="freebase", default_graph=graph))
+        batch = [make_literal("Label 1", lang="en"), make_literal("Label 0", lang="fr"), make_literal("Label 3", lang="en"),
+                 "m.x7", "m.x8", make_literal("Label 9", lang="de")]  # the last is in no triple
+        expected = kg.neighbors_many(batch, "test.label.like", Direction.IN, 10)
+        assert sum(len(v) for v in expected.values()) >= 5
+        for form in (remote, primitives_only(remote)):
+            got = form.neighbors_many(batch, "test.label.like", Direction.IN, 10)
+            assert {e: set(v) for e, v in got.items()} == {e: set(v) for e, v in expected.items()}
+            sub = form.subgraph(batch, depth=2, max_per_node=50)
+            want = kg.subgraph(batch, depth=2, max_per_node=50)
+            assert sub.truncated is want.truncated is False
+            assert set(sub.triples) == set(want.triples) and sub.nodes[:5] == want.nodes[:5] == batch[:5]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

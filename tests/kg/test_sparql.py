@@ -46,6 +46,15 @@ def test_bad_endpoint_url_is_a_config_error() -> None:
             SparqlKG(url)
 
 
+def test_a_schema_with_several_name_predicates_searches_them_all(oxigraph_server: OxigraphServer) -> None:
+    """With more than one name predicate the search pattern is a VALUES over them (it once referred to itself)."""
+    from kgqa.kg.schema import FreebaseSchema
+
+    schema = FreebaseSchema(name_predicates=(FB + "type.object.name", RDFS_LABEL))
+    with SparqlKG(oxigraph_server.url, schema=schema) as kg:
+        assert [m.id for m in kg.search("Entity 7")] == ["m.e007", "m.lonely3"]
+
+
 def test_virtuoso_is_detected_from_the_server_header(sparql_kg: SparqlKG) -> None:
     assert sparql_kg.is_virtuoso == sparql_kg.endpoint.endswith("/sparql")
 

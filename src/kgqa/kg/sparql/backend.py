@@ -23,7 +23,9 @@ endpoint's own blank nodes cannot be addressed across queries: a ``_:`` id it re
 
 Batches: ``neighbors_many`` and each level of ``subgraph`` ask for 100 entities per query, joined with an indexed
 ``VALUES (?e ?i)`` (never a UNION over unbound patterns, which some engines evaluate before the join); a per-entity or
-per-relation LIMIT is a UNION of small subqueries, used only when a hub passes the batch's total cap.
+per-relation LIMIT is a UNION of small subqueries, used only when a hub passes the batch's total cap. A
+language-tagged literal gets a one-row VALUES of its own (Virtuoso 7 loses every answer of a multi-row, multi-variable
+VALUES holding one: ``_rows``).
 
 Length: this module is over the ~600-line guideline because :class:`SparqlKG` is one compiler: every operation is built
 from the same few pieces (ids checked into terms, per-hop DISTINCT blocks, indexed VALUES) and the same vocabulary
@@ -72,6 +74,8 @@ from kgqa.normalize import fold, normalize_label
 __all__ = ["SparqlKG"]
 
 _NAME_BATCH = 100
+# The end of a language-tagged literal written as a SPARQL term (see SparqlKG._rows).
+_LANG_TAGGED = re.compile(r'"@[A-Za-z]+(?:-[A-Za-z0-9]+)*$')
 #: Entities (or subgraph nodes) per query of the batched operations.
 _BATCH = 100
 #: A subgraph level asks for at least this many edges per direction in one go before it counts edges per relation.
@@ -353,9 +357,26 @@ class SparqlKG(DerivedOps):
         rows, _ = self._select(self._outer(f"{{ SELECT DISTINCT ?x WHERE {{ {triple} }} }}", "?x", limit))
         return [self._node_id(row["x"]) for row in rows if "x" in row]
 
-    def _indexed_values(self, variables: str, rows: Iterable[str]) -> str:
-        """``VALUES (?v ?i) { (<a> 0) (<b> 1) }``: each row's terms and its position (to map answers back)."""
-        return f"VALUES ({variables}) {{ {' '.join(f'({row} {i})' for i, row in enumerate(rows))} }}"
+    @staticmethod
+    def _rows(variables: str, rows: Sequence[Sequence[str]]) -> str:
+        """``VALUES (?v ?i ...) { (<a> 0 ...) ... }`` for rows of terms whose first is a node.
+
+        Virtuoso 7 (at least with a few thousand language-tagged literals in the store) matches nothing at all for a
+        multi-row VALUES of several variables that holds a language-tagged literal, so each row whose node is one gets
+        a one-row VALUES of its own, the blocks joined by UNION (a UNION of constants: nothing unbound to scan).
+        """
+        def block(part: Sequence[Sequence[str]]) -> str:
+            return f"VALUES ({variables}) {{ {' '.join('(' + ' '.join(row) + ')' for row in part)} }}"
+
+        tagged = [row for row in rows if _LANG_TAGGED.search(row[0])]
+        if not tagged:
+            return block(rows)
+        plain = [row for row in rows if not _LANG_TAGGED.search(row[0])]
+        return " UNION ".join(f"{{ {block(part)} }}" for part in ([plain] if plain else []) + [[row] for row in tagged])
+
+    def _indexed_values(self, variables: str, terms: Sequence[str]) -> str:
+        """``VALUES (?v ?i) { (<a> 0) (<b> 1) }``: each term and its position (to map answers back)."""
+        return self._rows(variables, [(term, str(i)) for i, term in enumerate(terms)])
 
     def neighbors_many(self, entities: Sequence[str], relation: str, direction: Direction | str = Direction.OUT,
                        limit_per_entity: int = 100) -> dict[str, list[str]]:
@@ -472,7 +493,7 @@ class SparqlKG(DerivedOps):
                       takes: dict[tuple[int, Direction, str], int]) -> None:
         """Fill in the neighbours of the groups only counted so far: a whole group in one query per direction, a cut
         group with a LIMIT of its own (a UNION of subqueries, 50 at a time)."""
-        whole: dict[Direction, list[str]] = {Direction.OUT: [], Direction.IN: []}
+        whole: dict[Direction, list[tuple[str, str, str]]] = {Direction.OUT: [], Direction.IN: []}
         part: list[str] = []
         index: dict[str, tuple[int, Direction, str]] = {}  # the ?i of each group asked for
         for key, (count, iri, found) in groups.items():
@@ -487,11 +508,11 @@ class SparqlKG(DerivedOps):
             term = self._entity_term(nodes[i])
             shape = f"?v <{iri}> ?x ." if direction is Direction.OUT else f"?x <{iri}> ?v ."
             if takes[key] == count:
-                whole[direction].append(f"({term} {position} <{iri}>)")
+                whole[direction].append((term, position, f"<{iri}>"))
             else:
                 part.append(f"{{ SELECT DISTINCT ?i ?p ?x WHERE {{ VALUES (?v ?i ?p) {{ ({term} {position} <{iri}>) }} "
                             f"{shape} }} LIMIT {takes[key]} }}")
-        queries = [f"SELECT DISTINCT ?i ?p ?x WHERE {{ VALUES (?v ?i ?p) {{ {' '.join(rows)} }} "
+        queries = [f"SELECT DISTINCT ?i ?p ?x WHERE {{ {self._rows('?v ?i ?p', rows)} "
                    f"{'?v ?p ?x .' if direction is Direction.OUT else '?x ?p ?v .'} }}"
                    for direction, rows in whole.items() if rows]
         queries += [f"SELECT ?i ?p ?x WHERE {{ {' UNION '.join(part[k:k + 50])} }}" for k in range(0, len(part), 50)]
