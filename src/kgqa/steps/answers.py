@@ -20,10 +20,47 @@ if TYPE_CHECKING:
 
 
 def answer_items(kg: KnowledgeGraph, ids: Sequence[str], *, limit: int | None = None) -> list[AnswerItem]:
-    """Answer items for KG nodes, in order: the id (None for a literal, which has no id) and the display name."""
+    """Answer items for KG nodes, in order: the id (None for a literal, which has no id) and the display name.
+
+    A nameless node (a CVT mediator) is never an answer: it is left out (use :func:`presentable` to see which).
+    """
     chosen = list(ids if limit is None else ids[:limit])
     names = kg.names(chosen)
-    return [AnswerItem(id=None if is_literal(e) else e, name=names.get(e) or e) for e in chosen]
+    return [AnswerItem(id=None if is_literal(e) else e, name=names.get(e) or e) for e in chosen
+            if is_literal(e) or names.get(e)]
+
+
+def presentable(kg: KnowledgeGraph, ids: Sequence[str]) -> list[str]:
+    """The ids that can be shown to a user as answers: literals and named nodes (not nameless CVT mediators)."""
+    names = kg.names(list(ids))
+    return [e for e in ids if is_literal(e) or names.get(e)]
+
+
+def mention_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """How strongly each text is mentioned in ``query``: 1.0 when the whole (normalised) text occurs in it as words,
+    else the share of its words that do (0 when none). Years, titles and names the question spells out rank first."""
+    from kgqa.normalize import normalize_label
+
+    padded = f" {normalize_label(query)} "
+    query_words = set(padded.split())
+    scores = []
+    for text in texts:
+        norm = normalize_label(text)
+        if not norm:
+            scores.append(0.0)
+        elif f" {norm} " in padded:
+            scores.append(1.0)
+        else:
+            words = norm.split()
+            scores.append(0.9 * sum(w in query_words for w in words) / len(words))
+    return scores
+
+
+def rank_by_mention(query: str, ids: Sequence[str], names: dict[str, str | None]) -> list[str]:
+    """``ids`` ordered by :func:`mention_scores` of their names in ``query``, best first; ties keep the given order."""
+    scores = mention_scores(query, [names.get(e) or "" for e in ids])
+    order = sorted(range(len(ids)), key=lambda i: (-scores[i], i))
+    return [ids[i] for i in order]
 
 
 def chain_evidence(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, answers: Sequence[str], *,
@@ -59,14 +96,18 @@ class Chosen:
 
 
 def choose_candidates(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, candidates: Sequence[str],
-                      names: dict[str, str | None], *, max_shown: int, step: str) -> StepResult[Chosen]:
+                      names: dict[str, str | None], *, max_shown: int, step: str,
+                      max_tokens: int | None = None) -> StepResult[Chosen]:
     """List the first ``max_shown`` candidates by name, ask which answer the question (``{"keep": [numbers]}``).
 
-    A failed result (unreadable reply) carries ``Chosen`` with nothing kept; the caller decides what that means.
+    The caller orders ``candidates`` (e.g. :func:`rank_by_mention`) so that the ones shown are the likeliest; ``Chosen``
+    says how many were shown of how many offered. A failed result (unreadable reply) carries ``Chosen`` with nothing
+    kept; the caller decides what that means.
     """
     shown = list(candidates[:max_shown])
     listing = "\n".join(f"{i}. {names.get(e) or e}" for i, e in enumerate(shown, start=1))
-    reply = ask_reply(llm, prompts, prompt, FilterChoice, step=step, question=question, candidates=listing)
+    reply = ask_reply(llm, prompts, prompt, FilterChoice, step=step, max_tokens=max_tokens, question=question,
+                      candidates=listing)
     if not reply.ok or reply.value is None:
         return StepResult.failed(reply.failure or "no choice", Chosen([], len(shown), len(candidates)))
     kept = [shown[i - 1] for i in dict.fromkeys(reply.value.keep) if 1 <= i <= len(shown)]

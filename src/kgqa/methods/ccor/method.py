@@ -30,21 +30,43 @@ Where kgqa differs from the paper, and why:
   otherwise.
 * Depth: 3 by default and 4 for CWQ (the paper's setting, given by the dataset's facts as ``max_depth``); the
   iteration budget (``max_iterations``) is ours, so a confused model cannot loop: the paper states no such bound.
+* Several topic entities: a main chain starts from one topic entity at a time, in the question's order, the next one
+  tried when a topic gives no chain; the other topic entities are offered first among the constraint chain's values, so
+  "films by Nolan starring DiCaprio" reaches DiCaprio as the constraint target. The paper does not say how it starts
+  from two topics.
+* Constraint values: up to ``max_values`` are recalled and ranked by how much the sub-question and the question mention
+  them (a year, a title, a name written in the question comes first) before ``max_options`` are shown; the paper shows
+  "the values the chain recalls" without a bound, which a prompt cannot hold.
+* E_final is the constraint chain run jointly with the main chain as one filter on the KG (``filter_by_constraint``),
+  not the intersection of two separately capped sets; truncation is in the trace.
+* Global Entity Filtering lists the ``max_gef_candidates`` candidates the question mentions most (the trace says how
+  many of how many were shown); nameless mediator (CVT) nodes are never listed or answered.
+* A chain that ends on nameless mediator nodes is never a finished chain: a Stop or Constraint judgement there becomes
+  Forward (the paper's Freebase prompts leave CVTs to the model).
+* "How many" questions are answered with the count of E_final (unless the chain reaches one number, which is then the
+  answer); the paper's answer step is the entity set. Ordering constraints ("the largest", "the first") are left to
+  the constraint chain's target or to Global Entity Filtering.
+* A KG error (a timeout) or an LLM error during exploration goes to the second fallback layer with its cause in the
+  trace, as the paper's fallback for a failed main chain; an error there too fails the question.
+* No model call is spent on a chain that reaches no entity.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
-from kgqa.kg.base import Chain, ConstraintChain, format_chain
+from kgqa.errors import KGError
+from kgqa.kg.base import Chain, ConstraintChain, format_chain, is_literal, literal_value
+from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import generate_answers
 from kgqa.methods.registry import register_method
-from kgqa.steps.answers import answer_items, chain_evidence, choose_candidates
+from kgqa.steps.answers import answer_items, chain_evidence, choose_candidates, presentable, rank_by_mention
 from kgqa.steps.explore import Action, Judgement, RelationExplorer
 from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import describe_chain, reached_view
@@ -53,6 +75,9 @@ from kgqa.steps.reply import ask_reply
 PROMPTS = PromptBook.for_package("kgqa.methods.ccor")
 #: Depth when neither the config nor the dataset's facts (``max_depth`` in question metadata) say otherwise.
 DEFAULT_DEPTH = 3
+#: A question that asks for a number of things ("How many films ...", "What is the number of ...").
+_COUNT_RE = re.compile(r"^\s*(how\s+many|what\s+(?:is|was)\s+the\s+(?:total\s+)?number\s+of|count\s+the)\b", re.I)
+_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
 
 
 class MainDecision(BaseModel):
@@ -83,9 +108,14 @@ class CoRConfig(MethodConfig):
     max_iterations: int = Field(default=12, ge=1, description="judgements per exploration (ours; the paper has none)")
     backtracking: bool = Field(default=True, description="False: the w/o relation backtrack ablation")
     sample_names: int = Field(default=5, ge=0, description="names of reached entities shown to the judge")
-    max_options: int = Field(default=30, ge=1, description="recalled constraint values shown to the judge")
-    max_gef_candidates: int = Field(default=50, ge=1, description="candidates listed for Global Entity Filtering")
+    max_options: int = Field(default=30, ge=1, description="recalled constraint values shown to the judge (the most "
+                                                           "mentioned in the sub-question first)")
+    max_values: int = Field(default=1000, ge=1, description="constraint values recalled and ranked per judgement")
+    max_gef_candidates: int = Field(default=50, ge=1, description="candidates listed for Global Entity Filtering (the "
+                                                                  "most mentioned in the question first)")
     max_answers: int = Field(default=100, ge=1, description="answers returned at most")
+    max_candidates: int = Field(default=1000, ge=1, description="E_cand and E_final are computed up to this many")
+    count_questions: bool = Field(default=True, description="answer a 'how many' question with the count of E_final")
     max_evidence_paths: int = Field(default=20, ge=1, description="paths kept as evidence")
 
     def depth_for(self, question: Question) -> int:
@@ -127,35 +157,53 @@ class CCoR(KGQAMethod):
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         trace = ctx.trace
-        kg = ctx.kg
-        topics = [t.id for t in question.topic_entities if kg.has_entity(t.id)]
-        topic_names = [t.name for t in question.topic_entities if t.id in topics]
-        trace.add("start", method=self.name, topics=topics, missing_topics=[
-            t.id for t in question.topic_entities if t.id not in topics])
-        if not topics:
+        try:
+            present = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
+        except KGError as exc:
+            trace.add("start", method=self.name, topics=[], error=f"{type(exc).__name__}: {exc}")
+            return self._direct(question, ctx, f"the KG failed while checking the topics: {type(exc).__name__}: {exc}")
+        trace.add("start", method=self.name, topics=[t.id for t in present], missing_topics=[
+            t.id for t in question.topic_entities if t not in present])
+        if not present:
             return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        try:
+            return self._from_topics(question, ctx, present)
+        except (KGError, LLMError) as exc:
+            # A KG timeout or a dead model mid-question is the paper's second fallback layer, not a failed question.
+            return self._direct(question, ctx, f"{type(exc).__name__} during exploration: {exc}")
 
+    def _from_topics(self, question: Question, ctx: MethodContext, present: list) -> Prediction:
+        """One main chain per topic entity, in the question's order, until one succeeds; the other topics stay
+        available as constraint targets."""
         pruning = self._pruning(ctx)
-        pruner = RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step=f"{self.name}.prune")
-        explorer = RelationExplorer(kg, pruner, topics=topics, max_depth=self.config.depth_for(question),
-                                    max_iterations=self.config.max_iterations, trace=trace, label="main")
-        outcome = explorer.run(question.text, topic_names, lambda chain, waiting: self._judge_main(
-            question, topics, topic_names, chain, waiting, ctx), backtracking=self.config.backtracking)
-        if outcome.chain is None or outcome.judgement is None:
-            return self._direct(question, ctx, f"main chain failed: {outcome.failure}")
-
-        main = outcome.chain
-        candidates = kg.run_chain(topics, main, limit=self.config.max_answers * 10)
-        trace.add("main.execute", chain=format_chain(main), candidates=len(candidates.entities),
-                  truncated=candidates.truncated)
-        if not candidates.entities:
-            return self._direct(question, ctx, f"main chain {format_chain(main)} reaches no entity")
-
-        if outcome.judgement.action is Action.STOP:
-            return self._structured(ctx, topics, main, None, candidates.entities)
-        if not self.constraint_chain:
-            return self._global_filter(question, ctx, topics, main, candidates.entities, "cor: constraints go to GEF")
-        return self._constraint(question, ctx, topics, topic_names, main, candidates.entities, pruning)
+        failures: list[str] = []
+        for topic in present:
+            topics, topic_names = [topic.id], [topic.name]
+            others = [t.id for t in present if t.id != topic.id]
+            pruner = RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS,
+                                    step=f"{self.name}.prune")
+            explorer = RelationExplorer(ctx.kg, pruner, topics=topics, max_depth=self.config.depth_for(question),
+                                        max_iterations=self.config.max_iterations, trace=ctx.trace, label="main")
+            outcome = explorer.run(question.text, topic_names, lambda chain, waiting, t=topics, n=topic_names:
+                                   self._judge_main(question, t, n, chain, waiting, ctx),
+                                   backtracking=self.config.backtracking)
+            if outcome.chain is None or outcome.judgement is None:
+                failures.append(f"from {topic.name}: {outcome.failure}")
+                continue
+            main = outcome.chain
+            candidates = ctx.kg.run_chain(topics, main, limit=self.config.max_candidates)
+            ctx.trace.add("main.execute", topic=topic.id, chain=format_chain(main), candidates=len(candidates.entities),
+                          truncated=candidates.truncated)
+            if not candidates.entities:
+                failures.append(f"main chain {format_chain(main)} reaches no entity")
+                continue
+            if outcome.judgement.action is Action.STOP:
+                return self._structured(question, ctx, topics, main, None, candidates.entities)
+            if not self.constraint_chain:
+                return self._global_filter(question, ctx, topics, main, candidates.entities,
+                                           "cor: constraints go to GEF")
+            return self._constraint(question, ctx, topics, topic_names, main, candidates.entities, pruning, others)
+        return self._direct(question, ctx, "main chain failed: " + "; ".join(failures))
 
     def explain(self, prediction: Prediction) -> Explanation:
         """The chains behind the answer: main chain, constraint chain (source, chain, target), and any fallback."""
@@ -179,21 +227,24 @@ class CCoR(KGQAMethod):
     def _judge_main(self, question: Question, topics: list[str], topic_names: list[str], chain: Chain, waiting: int,
                     ctx: MethodContext) -> Judgement:
         reached = reached_view(ctx.kg, topics, chain, samples=self.config.sample_names)
+        if reached.count == 0:
+            # A chain that reaches nothing cannot hold the answer: no model call is spent on it.
+            return Judgement(Action.BACKTRACK, "the chain reaches no entity")
         reply = ask_reply(ctx.llm, PROMPTS, "main_reasoning", MainDecision, step=f"{self.name}.reason",
                           question=question.text, chain=describe_chain(topic_names, chain), reached=reached.describe(),
                           alternatives=str(waiting))
         if not reply.ok or reply.value is None:
             return Judgement(Action.BACKTRACK, f"unreadable judgement: {reply.failure}")
         decision = reply.value
-        if reached.count == 0:
-            # A chain that reaches nothing cannot hold the answer, whatever the judge says.
-            return Judgement(Action.BACKTRACK, "the chain reaches no entity")
         if decision.chain_status == "complete":
             action = Action.STOP
         elif decision.chain_status == "inconsistent":
             action = Action.BACKTRACK
         else:
             action = Action.CONSTRAINT if decision.answer_space_reached else Action.FORWARD
+        if action in (Action.STOP, Action.CONSTRAINT) and reached.nameless and not reached.samples:
+            # Nameless mediator (CVT) nodes are not answers: the chain goes on through them.
+            return Judgement(Action.FORWARD, f"the chain ends on nameless mediator nodes ({decision.reason})")
         return Judgement(action, decision.reason)
 
     # -- constraint chain ------------------------------------------------------------------------------------------
@@ -207,7 +258,7 @@ class CCoR(KGQAMethod):
         return "\n".join(lines)
 
     def _constraint(self, question: Question, ctx: MethodContext, topics: list[str], topic_names: list[str],
-                    main: Chain, candidates: list[str], pruning: PruningConfig) -> Prediction:
+                    main: Chain, candidates: list[str], pruning: PruningConfig, others: list[str]) -> Prediction:
         kg = ctx.kg
         reply = ask_reply(ctx.llm, PROMPTS, "constraint_init", ConstraintInit, step=f"{self.name}.constraint_init",
                           question=question.text, chain=describe_chain(topic_names, main),
@@ -226,9 +277,11 @@ class CCoR(KGQAMethod):
                                     topics=topics, prefix=main[:source], max_depth=self.config.depth_for(question),
                                     max_iterations=self.config.max_iterations, trace=ctx.trace, label="constraint")
         targets: dict[tuple, str] = {}
+        mentions = f"{init.constraint_query} {question.text}"
 
         def judge(chain: Chain, waiting: int) -> Judgement:
-            return self._judge_constraint(init.constraint_query, topics, main, source, source_label, chain, ctx, targets)
+            return self._judge_constraint(init.constraint_query, mentions, others, topics, main, source, source_label,
+                                          chain, ctx, targets)
 
         outcome = explorer.run(init.constraint_query, source_label, judge,
                                prompt_context=f"(This chain checks a constraint of the question: {question.text})",
@@ -237,26 +290,34 @@ class CCoR(KGQAMethod):
             return self._global_filter(question, ctx, topics, main, candidates,
                                        f"constraint chain failed: {outcome.failure}")
         constraint = ConstraintChain(source, outcome.chain, targets[outcome.chain])
-        kept = kg.filter_by_constraint(topics, main, constraint, limit=len(candidates) + 1)
-        allowed = set(kept.entities)
-        final = [e for e in candidates if e in allowed]
+        # E_final is the constraint run as a filter over the main chain's candidates, jointly on the KG (no
+        # intersection of two separately capped sets, which could miss each other).
+        kept = kg.filter_by_constraint(topics, main, constraint, limit=self.config.max_candidates)
+        final = kept.entities
         ctx.trace.add("constraint.execute", source=source, chain=format_chain(outcome.chain), target=constraint.target,
-                      satisfied=len(kept.entities), final=len(final))
+                      final=len(final), truncated=kept.truncated)
         if not final:
             return self._global_filter(question, ctx, topics, main, candidates,
                                        "no candidate satisfies the constraint target")
-        return self._structured(ctx, topics, main, constraint, final)
+        return self._structured(question, ctx, topics, main, constraint, final)
 
-    def _judge_constraint(self, query: str, topics: list[str], main: Chain, source: int, source_label: list[str],
-                          chain: Chain, ctx: MethodContext, targets: dict[tuple, str]) -> Judgement:
-        recalled = ctx.kg.constraint_values(topics, main, ConstraintChain(source, chain),
-                                            limit=self.config.max_options * 4)
+    def _judge_constraint(self, query: str, mentions: str, others: list[str], topics: list[str], main: Chain,
+                          source: int, source_label: list[str], chain: Chain, ctx: MethodContext,
+                          targets: dict[tuple, str]) -> Judgement:
+        recalled = ctx.kg.constraint_values(topics, main, ConstraintChain(source, chain), limit=self.config.max_values)
         names = ctx.kg.names(recalled.entities)
-        options = [e for e in recalled.entities if names.get(e)][: self.config.max_options]
-        if not options:
+        named = [e for e in recalled.entities if names.get(e)]
+        if not named:
             return Judgement(Action.FORWARD if recalled.entities else Action.BACKTRACK,
                              "the chain recalls only nameless nodes" if recalled.entities else "the chain recalls nothing")
+        # The values the sub-question or the question mention come first ("2010" finds the year 2010 among 120 years),
+        # and another topic entity of the question before anything else: it is the likeliest constraint target.
+        ranked = rank_by_mention(mentions, named, names)
+        ranked = [e for e in ranked if e in others] + [e for e in ranked if e not in others]
+        options = ranked[: self.config.max_options]
         listing = "\n".join(f"{i}. {names[e]}" for i, e in enumerate(options, start=1))
+        ctx.trace.add(f"{self.name}.constraint_options", chain=format_chain(chain), recalled=len(recalled.entities),
+                      named=len(named), shown=len(options), truncated=recalled.truncated)
         reply = ask_reply(ctx.llm, PROMPTS, "constraint_reasoning", ConstraintDecision,
                           step=f"{self.name}.constraint_reason", constraint_query=query,
                           chain=describe_chain(source_label, chain), options=listing)
@@ -273,31 +334,58 @@ class CCoR(KGQAMethod):
 
     # -- answers and fallbacks -------------------------------------------------------------------------------------
 
-    def _structured(self, ctx: MethodContext, topics: list[str], main: Chain, constraint: ConstraintChain | None,
-                    final: list[str]) -> Prediction:
+    def _structured(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
+                    constraint: ConstraintChain | None, final: list[str]) -> Prediction:
+        shown = presentable(ctx.kg, final)
+        if not shown:
+            return self._direct(question, ctx, f"the chain {format_chain(main)} ends on nameless mediator nodes only")
         ctx.trace.add("answer", grounding="structured", main_chain=format_chain(main),
                       constraint_chain=None if constraint is None else {
                           "source": constraint.source, "chain": format_chain(constraint.chain),
-                          "target": constraint.target}, answers=len(final))
-        return Prediction(answers=answer_items(ctx.kg, final, limit=self.config.max_answers),
-                          grounding=Grounding.STRUCTURED,
-                          evidence=chain_evidence(ctx.kg, topics, main, final, max_paths=self.config.max_evidence_paths))
+                          "target": constraint.target}, answers=len(shown), nameless_dropped=len(final) - len(shown))
+        evidence = chain_evidence(ctx.kg, topics, main, shown, max_paths=self.config.max_evidence_paths)
+        counted = self._count(question, ctx, shown)
+        if counted is not None:
+            return Prediction(answers=[counted], grounding=Grounding.STRUCTURED, evidence=evidence)
+        return Prediction(answers=answer_items(ctx.kg, shown, limit=self.config.max_answers),
+                          grounding=Grounding.STRUCTURED, evidence=evidence)
+
+    def _count(self, question: Question, ctx: MethodContext, final: list[str]) -> AnswerItem | None:
+        """For a "how many" question, the count of E_final, unless the KG already holds the number (one numeric
+        literal, e.g. a population): then that literal is the answer and nothing is counted."""
+        if not self.config.count_questions or not _COUNT_RE.match(question.text):
+            return None
+        if len(final) == 1 and is_literal(final[0]) and _NUMBER_RE.match(literal_value(final[0]).strip()):
+            ctx.trace.add("aggregate", kind="count", counted=False, reason="the chain reaches a number")
+            return None
+        ctx.trace.add("aggregate", kind="count", counted=True, of=len(final))
+        return AnswerItem(id=None, name=str(len(final)))
 
     def _global_filter(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
                        candidates: list[str], cause: str) -> Prediction:
-        """Layer 1: the LLM filters E_cand by the constraint it reads from the question (grounding: synthesis)."""
-        shown = candidates[: self.config.max_gef_candidates]
-        chosen = choose_candidates(ctx.llm, PROMPTS, "global_entity_filtering", question.text, candidates,
-                                   ctx.kg.names(shown), max_shown=self.config.max_gef_candidates, step=f"{self.name}.gef")
+        """Layer 1: the LLM filters E_cand by the constraint it reads from the question (grounding: synthesis).
+
+        Candidates are ranked by how much the question mentions their names before the first
+        ``max_gef_candidates`` are listed; how many were offered and shown is in the trace.
+        """
+        offered = presentable(ctx.kg, candidates)
+        names = ctx.kg.names(offered)
+        ranked = rank_by_mention(question.text, offered, names)
+        shown = ranked[: self.config.max_gef_candidates]
+        chosen = choose_candidates(ctx.llm, PROMPTS, "global_entity_filtering", question.text, ranked,
+                                   names, max_shown=self.config.max_gef_candidates, step=f"{self.name}.gef")
         keep = chosen.value.kept if chosen.value is not None else []
         if not chosen.ok:
             cause = f"{cause}; filtering reply unreadable: {chosen.failure}"
         final = keep or shown  # an empty filter keeps the KG's candidates rather than answering nothing
         ctx.trace.add("fallback", layer=1, stage="global_entity_filtering", cause=cause, main_chain=format_chain(main),
-                      candidates=len(candidates), kept=len(keep))
-        return Prediction(answers=answer_items(ctx.kg, final, limit=self.config.max_answers),
-                          grounding=Grounding.SYNTHESIS,
-                          evidence=chain_evidence(ctx.kg, topics, main, final, max_paths=self.config.max_evidence_paths))
+                      candidates=len(candidates), offered=len(offered), shown=len(shown), kept=len(keep))
+        if not final:
+            return self._direct(question, ctx, f"{cause}; no candidate has a name")
+        evidence = chain_evidence(ctx.kg, topics, main, final, max_paths=self.config.max_evidence_paths)
+        counted = self._count(question, ctx, final)
+        answers = [counted] if counted is not None else answer_items(ctx.kg, final, limit=self.config.max_answers)
+        return Prediction(answers=answers, grounding=Grounding.SYNTHESIS, evidence=evidence)
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         """Layer 2: chain-of-thought generation from the LLM alone (grounding: parametric)."""
