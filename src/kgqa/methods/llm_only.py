@@ -32,15 +32,17 @@ class ReasonedAnswer(BaseModel):
 
 
 def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, *, reasoning: bool, step: str,
-                     **prompt_vars: str) -> tuple[list[str], str]:
+                     max_tokens: int | None = None, **prompt_vars: str) -> tuple[list[str], str]:
     """Ask for ``{"answers": [...]}`` (with ``"reasoning"`` first when ``reasoning``); returns (answers, reasoning).
 
-    Answers are stripped, empty ones dropped and duplicates removed in order.
+    Answers are stripped, empty ones dropped and duplicates removed in order. ``max_tokens`` caps the reply (None: the
+    model's default).
     """
     from kgqa.llm.structured import ask_json
 
     schema = ReasonedAnswer if reasoning else DirectAnswer
-    reply = ask_json(llm, prompts.messages(prompt, question=question, **prompt_vars), schema, step=step)
+    params = {} if max_tokens is None else {"max_tokens": max_tokens}
+    reply = ask_json(llm, prompts.messages(prompt, question=question, **prompt_vars), schema, step=step, **params)
     seen: set[str] = set()
     answers: list[str] = []
     for raw in reply.answers:

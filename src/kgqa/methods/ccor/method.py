@@ -116,6 +116,11 @@ class CoRConfig(MethodConfig):
     max_answers: int = Field(default=100, ge=1, description="answers returned at most")
     max_candidates: int = Field(default=1000, ge=1, description="E_cand and E_final are computed up to this many")
     count_questions: bool = Field(default=True, description="answer a 'how many' question with the count of E_final")
+    # Reply budgets per step: a judgement is a short JSON object, not a paragraph; tiny local models stop early.
+    judge_tokens: int = Field(default=96, ge=16, description="max reply tokens of a chain judgement")
+    init_tokens: int = Field(default=128, ge=16, description="max reply tokens of the constraint initialisation")
+    gef_tokens: int = Field(default=96, ge=16, description="max reply tokens of Global Entity Filtering")
+    answer_tokens: int = Field(default=384, ge=16, description="max reply tokens of direct generation (reasons first)")
     max_evidence_paths: int = Field(default=20, ge=1, description="paths kept as evidence")
 
     def depth_for(self, question: Question) -> int:
@@ -231,7 +236,8 @@ class CCoR(KGQAMethod):
             # A chain that reaches nothing cannot hold the answer: no model call is spent on it.
             return Judgement(Action.BACKTRACK, "the chain reaches no entity")
         reply = ask_reply(ctx.llm, PROMPTS, "main_reasoning", MainDecision, step=f"{self.name}.reason",
-                          question=question.text, chain=describe_chain(topic_names, chain), reached=reached.describe(),
+                          max_tokens=self.config.judge_tokens, question=question.text,
+                          chain=describe_chain(topic_names, chain), reached=reached.describe(),
                           alternatives=str(waiting))
         if not reply.ok or reply.value is None:
             return Judgement(Action.BACKTRACK, f"unreadable judgement: {reply.failure}")
@@ -261,7 +267,7 @@ class CCoR(KGQAMethod):
                     main: Chain, candidates: list[str], pruning: PruningConfig, others: list[str]) -> Prediction:
         kg = ctx.kg
         reply = ask_reply(ctx.llm, PROMPTS, "constraint_init", ConstraintInit, step=f"{self.name}.constraint_init",
-                          question=question.text, chain=describe_chain(topic_names, main),
+                          max_tokens=self.config.init_tokens, question=question.text, chain=describe_chain(topic_names, main),
                           positions=self._positions(ctx, topics, topic_names, main))
         if not reply.ok or reply.value is None:
             return self._global_filter(question, ctx, topics, main, candidates,
@@ -319,7 +325,8 @@ class CCoR(KGQAMethod):
         ctx.trace.add(f"{self.name}.constraint_options", chain=format_chain(chain), recalled=len(recalled.entities),
                       named=len(named), shown=len(options), truncated=recalled.truncated)
         reply = ask_reply(ctx.llm, PROMPTS, "constraint_reasoning", ConstraintDecision,
-                          step=f"{self.name}.constraint_reason", constraint_query=query,
+                          step=f"{self.name}.constraint_reason", max_tokens=self.config.judge_tokens,
+                          constraint_query=query,
                           chain=describe_chain(source_label, chain), options=listing)
         if not reply.ok or reply.value is None:
             return Judgement(Action.BACKTRACK, f"unreadable judgement: {reply.failure}")
@@ -373,7 +380,8 @@ class CCoR(KGQAMethod):
         ranked = rank_by_mention(question.text, offered, names)
         shown = ranked[: self.config.max_gef_candidates]
         chosen = choose_candidates(ctx.llm, PROMPTS, "global_entity_filtering", question.text, ranked,
-                                   names, max_shown=self.config.max_gef_candidates, step=f"{self.name}.gef")
+                                   names, max_shown=self.config.max_gef_candidates, step=f"{self.name}.gef",
+                                   max_tokens=self.config.gef_tokens)
         keep = chosen.value.kept if chosen.value is not None else []
         if not chosen.ok:
             cause = f"{cause}; filtering reply unreadable: {chosen.failure}"
@@ -393,7 +401,7 @@ class CCoR(KGQAMethod):
 
         try:
             answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
-                                                  step=f"{self.name}.generate")
+                                                  step=f"{self.name}.generate", max_tokens=self.config.answer_tokens)
         except StructuredOutputError as exc:
             answers, reasoning = [], f"unreadable reply: {exc}"
         ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=cause, reasoning=reasoning)
