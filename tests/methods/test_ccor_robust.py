@@ -179,3 +179,33 @@ def test_mediator_nodes_are_gone_through_never_answered() -> None:
     assert first["chain"] == "film.film.starring" and first["action"] == "forward"  # the judge said complete
     assert "nameless mediator" in first["reason"]
     assert second["chain"].startswith("film.film.starring,film.performance.") and pred.grounding == "structured"
+
+
+def test_the_iteration_budget_running_out_is_a_main_chain_failure() -> None:
+    policy = by_step({"ccor.reason": {"chain_status": "incomplete", "answer_space_reached": False, "reason": "go on"},
+                      "ccor.generate": {"reasoning": "", "answers": ["Memento"]}})
+    pred, _, usage = run(shared_movie_kg(), policy, "Which films did Christopher Nolan direct?",
+                         ("m.nolan", "Christopher Nolan"), max_iterations=2)
+    (fallback,) = events(pred, "fallback")
+    assert fallback["layer"] == 2 and "iteration budget of 2 spent" in fallback["cause"]
+    assert usage.calls == 3  # two judgements and the direct generation: the exact cost of the question
+
+
+def test_without_backtracking_one_rejected_branch_ends_the_exploration() -> None:
+    policy = by_step({"ccor.reason": {"chain_status": "inconsistent", "reason": "wrong way"},
+                      "ccor.generate": {"reasoning": "", "answers": ["Memento"]}})
+    pred, _, usage = run(shared_movie_kg(), policy, "Which films did Christopher Nolan direct?",
+                         ("m.nolan", "Christopher Nolan"), backtracking=False)
+    assert "backtracking is off" in events(pred, "fallback")[0]["cause"] and usage.calls == 2
+    _, _, more = run(shared_movie_kg(), policy, "Which films did Christopher Nolan direct?",
+                         ("m.nolan", "Christopher Nolan"))
+    assert more.calls > usage.calls  # with backtracking every waiting branch is judged before giving up
+
+
+def test_constraint_call_totals_are_exact(studio_kg: EmbeddedKG) -> None:
+    def judge(p):
+        return {"chain_correct": True, "target": p.option_number("2010"), "reason": "the year asked"}
+
+    _, _, usage = run(studio_kg, by_step({**CONSTRAINED, "ccor.constraint_reason": judge}),
+                      "Which film by Big Studio came out in 2010?", STUDIO)
+    assert usage.calls == 3  # main judgement, constraint initialisation, constraint judgement
