@@ -18,19 +18,24 @@ from kgqa.core import MethodContext, Question, TopicEntity
 from kgqa.errors import ConfigError, KGError
 
 
-def _topics(kg: Any, question: str, given: tuple[str, ...]) -> list[TopicEntity]:
+def _topics(kg: Any, question: str, given: tuple[str, ...], report: dict[str, Any] | None = None) -> list[TopicEntity]:
+    """The topics given with --topic, or else linked in the question; when linking ran, ``report["linking"]`` gets what
+    it linked and the runners-up with why each lost (for --json and --trace)."""
     from kgqa.cli.kg import resolve_entity
-    from kgqa.steps.linking import link_entities
+    from kgqa.steps.linking import link
 
     if given:
         ids = [resolve_entity(kg, g) for g in given]
         names = kg.names(ids)
         return [TopicEntity(id=i, name=names.get(i) or i) for i in ids]
-    found = link_entities(kg, question)
-    if not found:
+    result = link(kg, question)
+    if report is not None:
+        report["linking"] = result.to_dict()
+    if not result.linked:
+        dropped = "; ".join(f"{c.name} [{c.id}]: {c.reason}" for c in result.runners_up[:5])
         raise KGError("no entity of the KG is mentioned in the question (by exact name); name one with --topic, "
-                      "or put its name in [brackets]")
-    return [TopicEntity(id=m.id, name=m.name) for m in found]
+                      "or put its name in [brackets]" + (f" (dropped: {dropped})" if dropped else ""))
+    return [TopicEntity(id=m.id, name=m.name) for m in result.entities]
 
 
 @click.command("ask")
@@ -65,11 +70,12 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     recorder = Recorder()
     kg: Any = None
     topic_entities: list[TopicEntity] = []
+    linking: dict[str, Any] = {}  # what entity linking chose and its runners-up, when it ran
     if needs.kg:
         from kgqa.kg import open_kg
 
         kg = open_kg(str(config.get("kg", kg_spec)), schema=schema)
-        topic_entities = _topics(kg, question, topics)
+        topic_entities = _topics(kg, question, topics, linking)
     elif kg_spec or schema or topics:
         click.echo(f"kgqa: warning: {method_name} uses no KG; --kg, --schema and --topic are ignored", err=True)
     model: Any = llm_layer.load(spec, recorder=recorder) if needs.llm else None
@@ -88,6 +94,7 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
                                "answers": [a.model_dump() for a in prediction.answers],
                                "grounding": prediction.grounding.value, "usage": prediction.usage,
                                "error": prediction.error}
+    payload.update(linking)
     # The method's own fields sit beside these (e.g. CCoR's main_chain), never over them.
     payload.update({k: v for k, v in explanation.fields.items() if k not in payload})
     if trace_file is not None:

@@ -49,6 +49,8 @@ class Schema:
     noise_prefixes: tuple[str, ...] = ()
     noise_substrings: tuple[str, ...] = ()
     noise_exact: frozenset[str] = field(default_factory=frozenset)
+    #: Relations whose object is a type (class) node: entity linking never links such a node (rdf:type always counts).
+    type_relations: tuple[str, ...] = ()
     #: Ids matching this grammar are safe to compile without an IRI check; anything else must be a valid IRI.
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x1f]+$"))
     relation_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x20]+$"))
@@ -113,6 +115,7 @@ class FreebaseSchema(Schema):
     name_predicates: tuple[str, ...] = (FREEBASE_NS + "type.object.name",)
     noise_prefixes: tuple[str, ...] = ("type.object.", "common.", "freebase.", "type.type.", "kg.object_profile")
     noise_substrings: tuple[str, ...] = ("sameAs", "sameas")
+    type_relations: tuple[str, ...] = ("type.object.type", "common.topic.notable_types")
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: FREEBASE_ID_RE)
     relation_pattern: re.Pattern[str] = field(
         default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+$"))
@@ -148,6 +151,7 @@ class WikidataSchema(Schema):
     entity_base: str = WIKIDATA_ENTITY
     relation_base: str = "http://www.wikidata.org/prop/direct/"
     name_predicates: tuple[str, ...] = (RDFS_LABEL,)
+    type_relations: tuple[str, ...] = ("wdt:P31", "wdt:P279")
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: _WD_ENT_RE)
     relation_pattern: re.Pattern[str] = field(default_factory=lambda: _WD_REL_RE)
 
