@@ -51,12 +51,9 @@ class Policy:
         system, user = messages[0]["content"], messages[-1]["content"]
         if "choosing relations" in system:
             self.seen.append("prune")
-            listing = re.findall(r"^(\d+)\. (\S+)(?: \(incoming\))?$", user, flags=re.M)
-            scores = []
-            for number, relation in listing:
-                rank = self.prefer.index(relation) if relation in self.prefer else len(self.prefer) + 5
-                scores.append({"id": int(number), "score": round(max(0.0, 1.0 - 0.1 * rank), 2)})
-            return json.dumps({"scores": scores})
+            listed = re.findall(r"^\d+\. (\S+(?: \(incoming\))?)$", user, flags=re.M)
+            rank = {n: self.prefer.index(n.split()[0]) if n.split()[0] in self.prefer else len(self.prefer) for n in listed}
+            return json.dumps({"relations": sorted(listed, key=lambda n: rank[n])})  # the pruner keeps the first k
         if "judge a relation chain" in system:
             key = self._chain_key(user, "Current main chain:")
             self.seen.append(f"main:{key}")

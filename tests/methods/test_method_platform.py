@@ -14,7 +14,7 @@ from kgqa.testing import PolicyModel, by_step, context, offline_embedder, questi
 
 NOLAN = ("m.nolan", "Christopher Nolan")
 ALWAYS_FORWARD = by_step({
-    "ccor.prune": lambda p: {"scores": [{"id": n, "score": 0.5} for n in p.options()]},
+    "ccor.prune": lambda p: {"relations": list(p.options().values())},
     "ccor.reason": {"chain_status": "incomplete", "answer_space_reached": False, "reason": "go on"},
     "ccor.generate": {"reasoning": "fallback", "answers": ["x"]},
 })
@@ -42,7 +42,7 @@ def test_ccor_needs_exactly_the_embedder_its_auto_pruner_uses(model_name: str, s
     method = get_method("ccor")
     assert method.needs(model_name).embedder is (scorer == "embedding")  # type: ignore[attr-defined]
     model = PolicyModel(by_step({"ccor.reason": {"chain_status": "complete", "reason": "done"},
-                                 "ccor.prune": lambda p: {"scores": [{"id": n, "score": 0.5} for n in p.options()]}}),
+                                 "ccor.prune": lambda p: {"relations": list(p.options().values())}}),
                         name=model_name)
     ctx = MethodContext(kg=shared_movie_kg(), llm=model, embedder=offline_embedder())
     prediction = solve(method, question("Which films did Christopher Nolan direct?", NOLAN), ctx)

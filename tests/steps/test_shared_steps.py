@@ -48,23 +48,20 @@ def test_ask_reply_succeeds_after_a_reask_and_fails_with_its_reason() -> None:
     assert StepResult.success(3).unwrap() == 3
 
 
-def test_relation_pruning_reports_unreadable_scores_and_keeps_kg_order() -> None:
+def test_relation_pruning_reports_an_unreadable_reply_and_what_replaced_it() -> None:
     kg = shared_movie_kg()
     candidates = search_relations(kg, ["m.nolan"], ())
     ctx, _, _ = context(kg, lambda p: unreadable())
     pruner = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm, prompts=PROMPTS, step="t.prune")
-    result = pruner.prune("what did Nolan direct?", ["Christopher Nolan"], (), candidates, trace=ctx.trace,
+    result = pruner.prune("what films did Nolan direct?", ["Christopher Nolan"], (), candidates, trace=ctx.trace,
                           context="")
-    assert not result.ok and "gave no valid RelationScores" in (result.failure or "")
-    assert [s.hop for s in result.value or []] == candidates[:2]  # the KG's order, said to be a fallback
+    assert not result.ok and "gave no valid RelationChoice" in (result.failure or "")
+    assert result.replaced_by == "lexical"  # no embedder here: the word-overlap scorer, never the KG's order
+    assert (result.value or [])[0].hop == DIRECTED
     (event,) = ctx.trace
-    assert event["failure"] == result.failure and event["fallback"] == "kg order"
+    assert event["failure"] == result.failure and event["fallback"] == "lexical"
 
-    def scores(p):  # the model ranks the directing relation first
-        return {"scores": [{"id": n, "score": 0.9 if "director.film" in text else 0.1}
-                           for n, text in p.options().items()]}
-
-    ctx, _, _ = context(kg, scores)
+    ctx, _, _ = context(kg, lambda p: {"relations": ["film.director.film"]})
     pruner = RelationPruner(PruningConfig(kind="llm", top_k=1), llm=ctx.llm, prompts=PROMPTS, step="t.prune")
     good = pruner.prune("what did Nolan direct?", ["Christopher Nolan"], (), candidates, context="")
     assert good.ok and [s.hop for s in good.value or []] == [DIRECTED]

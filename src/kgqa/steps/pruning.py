@@ -1,32 +1,46 @@
-"""Relation pruning: score candidate hops against the question and keep the top k.
+"""Relation pruning: keep the k candidate hops most promising for the question, best first.
 
 One choice object, :class:`PruningConfig`, names the scorer for every method that prunes relations:
 
-* ``llm``: the LLM scores each candidate (semantic alignment with the question, consistency with the chain so far, goal
-  proximity), as in the CoR/CCoR papers. Its prompt belongs to the calling method (``prompt`` names an entry of the
-  method's prompt book), so each method keeps its own wording.
+* ``llm``: the LLM selects the top k (the CoR/CCoR papers' step: semantic alignment with the question, consistency with
+  the chain so far, goal proximity). It is asked for the k best relation *names* (``{"relations": [...]}``), so the
+  reply is a few dozen tokens however long the list; a name that is not on the list is ignored. Its prompt belongs to
+  the calling method (``prompt`` names an entry of the method's prompt book), so each method keeps its own wording.
 * ``embedding``: cosine similarity between the question and the relation's words (no LLM call). Only semantic alignment
   is modelled; consistency and goal proximity are left to the reasoning step.
-* ``hybrid``: the embedding scorer keeps ``prefilter`` candidates, then the LLM scores those (for KGs whose entities
-  have hundreds of relations, where an LLM prompt over all of them is long and costly).
+* ``hybrid``: the ``llm`` scorer whose list is always ordered, and cut to ``prefilter``, by the embedder (so it needs
+  one).
 * ``auto``: ``embedding`` for an offline local model (the tiny CPU models rank relations worse than MiniLM cosine
   does, docs/llm.md), ``llm`` otherwise; resolved by :func:`resolve_pruner` from the model spec.
 
-:meth:`RelationPruner.prune` returns a :class:`~kgqa.steps.reply.StepResult`: when the LLM's scores cannot be read it
-is a failed result (the reason is in the trace event too) whose value keeps the KG's order, never a silent default.
+Long lists: a prompt lists at most ``prefilter`` candidates (Freebase topics have hundreds of relations). Above that
+cap the candidates most similar to the question are shown, by the embedder when there is one and otherwise by the word
+overlap of :func:`~kgqa.kg.schema.relation_words` with the question (:func:`lexical_scores`); never by the KG's
+(alphabetical) order. The trace event says how many were offered and how many shown.
+
+Failures: when the LLM's reply cannot be read (after the one re-ask of :func:`~kgqa.steps.reply.ask_reply`) or names
+no listed relation, :meth:`RelationPruner.prune` returns a failed :class:`~kgqa.steps.reply.StepResult` whose value is
+the top k of the similarity scorer (embedding, else lexical) and whose ``replaced_by`` names it; the trace event holds
+the failure and the replacement too. A reply naming fewer than k listed relations is used as it is and topped up to k
+by the same similarity ranking (the event says how many were filled), so the explorer keeps k branches to backtrack to.
+
+Reply budget: ``max_tokens`` (default :func:`default_prune_tokens`: 16 tokens of JSON framing plus 24 per name, as
+long Freebase names with ``(incoming)`` take about 20 tokens), so a small model that starts to ramble is stopped early.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kgqa.errors import ConfigError
-from kgqa.kg.base import Chain, Hop
+from kgqa.kg.base import Chain, Direction, Hop
+from kgqa.kg.schema import relation_words
 from kgqa.steps.relations import describe_chain, describe_hop, verbalize_relation
 from kgqa.steps.reply import StepResult
 
@@ -38,6 +52,18 @@ if TYPE_CHECKING:
 
 PrunerKind = Literal["llm", "embedding", "hybrid"]
 PrunerChoice = Literal["auto", "llm", "embedding", "hybrid"]
+SimilarityScorer = Literal["embedding", "lexical"]
+
+#: Most candidates one pruning prompt lists (the default of ``PruningConfig.prefilter``).
+DEFAULT_PREFILTER = 30
+#: Reply budget per relation name, and for the JSON around the names (see :func:`default_prune_tokens`).
+TOKENS_PER_NAME = 24
+TOKENS_FRAMING = 16
+
+
+def default_prune_tokens(top_k: int) -> int:
+    """The reply budget for a list of ``top_k`` relation names: 88 tokens for k = 3."""
+    return TOKENS_FRAMING + TOKENS_PER_NAME * top_k
 
 
 def resolve_pruner(choice: str, llm: str | None) -> PrunerKind:
@@ -59,14 +85,26 @@ def pruner_needs_embedder(kind: str) -> bool:
 class PruningConfig:
     kind: PrunerKind = "llm"
     top_k: int = 3
-    #: hybrid only: how many candidates the embedding scorer passes to the LLM.
-    prefilter: int = 20
+    #: llm and hybrid: the most candidates a prompt lists; a longer list is cut to the ones most similar to the
+    #: question (embedding, else lexical). Hybrid always orders (and cuts) its list by the embedder.
+    prefilter: int = DEFAULT_PREFILTER
+    #: llm and hybrid: the reply budget in tokens; ``None``: :func:`default_prune_tokens` of ``top_k``.
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("llm", "embedding", "hybrid"):
             raise ConfigError(f"relation pruner {self.kind!r} is not one of llm, embedding, hybrid")
         if self.top_k < 1 or self.prefilter < 1:
             raise ConfigError("relation pruning needs top_k >= 1 and prefilter >= 1")
+        if self.prefilter < self.top_k:
+            raise ConfigError(f"relation pruning lists prefilter={self.prefilter} candidates, fewer than "
+                              f"top_k={self.top_k}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"relation pruning needs max_tokens >= 1, got {self.max_tokens}")
+
+    @property
+    def reply_tokens(self) -> int:
+        return self.max_tokens if self.max_tokens is not None else default_prune_tokens(self.top_k)
 
 
 @dataclass(slots=True)
@@ -75,15 +113,15 @@ class ScoredHop:
     score: float
 
 
-class _Score(BaseModel):
-    id: int = Field(description="number of the candidate relation in the list")
-    score: float = Field(ge=0.0, le=1.0)
+# The reply model's name, docstring and field description are rendered into the prompt (ask_json shows the model its
+# JSON schema): changing them changes what every method using it asks.
+class RelationChoice(BaseModel):
+    """The chosen relations, best first."""
 
+    # A model that writes a list number instead of a name is understood (see RelationPruner._match).
+    model_config = ConfigDict(coerce_numbers_to_str=True)
 
-# The reply models' names and docstrings are rendered into the prompt (as the JSON schema ask_json shows the model):
-# changing them changes what every method using them asks, so they stay as they are.
-class RelationScores(BaseModel):
-    scores: list[_Score]
+    relations: list[str] = Field(description="names copied from the list, best first")
 
 
 def cosine_scores(embedder: Embedder, query: str, texts: Sequence[str]) -> list[float]:
@@ -93,8 +131,52 @@ def cosine_scores(embedder: Embedder, query: str, texts: Sequence[str]) -> list[
     return [float((x + 1.0) / 2.0) for x in sims]
 
 
+_WORD_RE = re.compile(r"[^\W_]+")
+_STOPWORDS = frozenset({
+    "a", "about", "an", "and", "are", "as", "at", "be", "been", "by", "did", "do", "does", "for", "from", "had", "has",
+    "have", "how", "in", "is", "it", "its", "of", "on", "or", "s", "that", "the", "their", "this", "to", "was", "were",
+    "what", "when", "where", "which", "who", "whom", "whose", "why", "with"
+})
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD_RE.findall(text.casefold()) if w not in _STOPWORDS]
+
+
+def _words_match(a: str, b: str) -> bool:
+    """Same word, or one a prefix of the other (4+ letters: film/films, star/starring), or a shared 5-letter stem
+    (directed/director)."""
+    if a == b:
+        return True
+    if len(a) >= 4 and len(b) >= 4 and (a.startswith(b) or b.startswith(a)):
+        return True
+    return len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]
+
+
+def lexical_scores(query: str, relations: Sequence[str]) -> list[float]:
+    """Word overlap of each relation with ``query``, in [0, 1]: the share of the relation's content words (its local
+    name, :func:`relation_words` with ``last=2``; the domain counts half) that match a word of the query.
+
+    The scorer of last resort, when there is no embedder: crude, but it reads the question, which the KG's order does
+    not.
+    """
+    query_words = set(_content_words(query))
+
+    def matched(word: str) -> bool:
+        return any(_words_match(word, q) for q in query_words)
+
+    scores = []
+    for relation in relations:
+        local = _content_words(relation_words(relation, last=2))
+        domain = [w for w in _content_words(relation_words(relation)) if w not in local]
+        weight = len(local) + 0.5 * len(domain)
+        hit = sum(1.0 for w in local if matched(w)) + sum(0.5 for w in domain if matched(w))
+        scores.append(hit / weight if weight else 0.0)
+    return scores
+
+
 class RelationPruner:
-    """Scores candidates and keeps the top k, best first. Ties keep the KG's (alphabetical) order, so runs repeat."""
+    """Keeps the top k candidates, best first. Ties keep the KG's order, so runs repeat."""
 
     def __init__(self, config: PruningConfig, *, llm: ChatModel | None = None, embedder: Embedder | None = None,
                  prompts: PromptBook | None = None, prompt: str = "prune_relations", step: str = "prune") -> None:
@@ -109,46 +191,118 @@ class RelationPruner:
         self.prompt = prompt
         self.step = step
 
+    @property
+    def max_tokens(self) -> int:
+        """The reply budget of the LLM scorer (``config.max_tokens`` or the default for ``top_k``)."""
+        return self.config.reply_tokens
+
+    @property
+    def similarity(self) -> SimilarityScorer:
+        """The scorer that prefilters long lists and replaces an unreadable LLM reply: embedding when there is an
+        embedder, else lexical."""
+        return "embedding" if self.embedder is not None else "lexical"
+
     def prune(self, question: str, topic_names: Sequence[str], chain: Chain, candidates: Sequence[Hop], *,
               trace: Trace | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
-        """The top-k candidates, best first. A failed result (unreadable LLM scores) still carries the KG-order top k."""
+        """The top-k candidates, best first. A failed result (unreadable LLM reply) carries the similarity scorer's
+        top k and names that scorer in ``replaced_by``."""
         if not candidates:
             return StepResult.success([])
         pool = list(candidates)
+        event: dict[str, Any] = {"scorer": self.config.kind, "candidates": len(pool)}
         if self.config.kind == "embedding":
-            scored = StepResult.success(self._embedding_scores(question, pool))
-        elif self.config.kind == "llm":
-            scored = self._llm_scores(question, topic_names, chain, pool, prompt_vars)
+            result = StepResult.success(self._ranked(question, pool)[: self.config.top_k])
         else:
-            pre = sorted(self._embedding_scores(question, pool), key=lambda s: -s.score)[: self.config.prefilter]
-            kept = {s.hop for s in pre}
-            scored = self._llm_scores(question, topic_names, chain, [h for h in pool if h in kept], prompt_vars)
-        order = {h: i for i, h in enumerate(pool)}
-        best = sorted(scored.value or [], key=lambda s: (-s.score, order[s.hop]))[: self.config.top_k]
+            result = self._llm_choice(question, topic_names, chain, pool, prompt_vars, event)
+        best = result.value or []
         if trace is not None:
-            event = trace.add(self.step, scorer=self.config.kind, candidates=len(pool),
-                              kept=[{"relation": describe_hop(s.hop), "score": round(s.score, 4)} for s in best])
-            if not scored.ok:
-                event["failure"] = scored.failure
-                event["fallback"] = "kg order"
-        return StepResult(best, scored.ok, scored.failure)
+            event["kept"] = [{"relation": describe_hop(s.hop), "score": round(s.score, 4)} for s in best]
+            if not result.ok:
+                event["failure"] = result.failure
+                event["fallback"] = result.replaced_by
+            trace.add(self.step, **event)
+        return result
 
-    def _embedding_scores(self, question: str, hops: list[Hop]) -> list[ScoredHop]:
-        assert self.embedder is not None
-        scores = cosine_scores(self.embedder, question, [verbalize_relation(h) for h in hops])
-        return [ScoredHop(h, s) for h, s in zip(hops, scores, strict=True)]
+    # -- scorers ---------------------------------------------------------------------------------------------------
 
-    def _llm_scores(self, question: str, topic_names: Sequence[str], chain: Chain, hops: list[Hop],
-                    prompt_vars: dict[str, str]) -> StepResult[list[ScoredHop]]:
+    def _similarity_scores(self, question: str, hops: list[Hop]) -> list[float]:
+        if self.embedder is not None:
+            return cosine_scores(self.embedder, question, [verbalize_relation(h) for h in hops])
+        return lexical_scores(question, [h.relation for h in hops])
+
+    def _ranked(self, question: str, hops: list[Hop]) -> list[ScoredHop]:
+        """``hops`` by similarity to the question, best first; ties in the given order."""
+        scores = self._similarity_scores(question, hops)
+        order = sorted(range(len(hops)), key=lambda i: (-scores[i], i))
+        return [ScoredHop(hops[i], scores[i]) for i in order]
+
+    def _llm_choice(self, question: str, topic_names: Sequence[str], chain: Chain, pool: list[Hop],
+                    prompt_vars: dict[str, str], event: dict[str, Any]) -> StepResult[list[ScoredHop]]:
         from kgqa.steps.reply import ask_reply
 
         assert self.llm is not None and self.prompts is not None
-        listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(hops, start=1))
-        reply = ask_reply(self.llm, self.prompts, self.prompt, RelationScores, step=self.step, question=question,
-                          chain=describe_chain(topic_names, chain), candidates=listing, top_k=str(self.config.top_k),
-                          **prompt_vars)
-        if not reply.ok or reply.value is None:
-            # The model could not score: keep the KG order so exploration still proceeds, and say so.
-            return StepResult.failed(reply.failure or "no scores", [ScoredHop(h, 0.0) for h in hops])
-        scores = {s.id: s.score for s in reply.value.scores if 1 <= s.id <= len(hops)}
-        return StepResult.success([ScoredHop(h, scores.get(i, 0.0)) for i, h in enumerate(hops, start=1)])
+        k = self.config.top_k
+        ranking: list[ScoredHop] | None = None
+        shown = pool
+        if self.config.kind == "hybrid" or len(pool) > self.config.prefilter:
+            ranking = self._ranked(question, pool)
+            shown = [s.hop for s in ranking[: self.config.prefilter]]
+            event["prefilter"] = self.similarity
+        event["shown"] = len(shown)
+        listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(shown, start=1))
+        reply = ask_reply(self.llm, self.prompts, self.prompt, RelationChoice, step=self.step,
+                          max_tokens=self.max_tokens, question=question, chain=describe_chain(topic_names, chain),
+                          candidates=listing, top_k=str(k), **prompt_vars)
+        picked: list[Hop] = []
+        if reply.ok and reply.value is not None:
+            picked, ignored = self._match(reply.value.relations, shown)
+            if ignored:
+                event["ignored"] = ignored[:10]
+        if not picked:
+            failure = reply.failure if not reply.ok else (
+                f"the reply named none of the {len(shown)} listed relations: {reply.value.relations[:5]!r}"
+                if reply.value is not None else "no reply")
+            ranking = ranking if ranking is not None else self._ranked(question, pool)
+            scorer = self.similarity
+            return StepResult.failed(f"{failure}; replaced by the {scorer} scorer", ranking[:k], replaced_by=scorer)
+        kept = [ScoredHop(h, (k - i) / k) for i, h in enumerate(picked)]
+        if len(picked) < k:
+            # Fewer names than asked: top up from the similarity ranking of the listed candidates, below the model's.
+            ranking = ranking if ranking is not None else self._ranked(question, pool)
+            listed = set(shown)
+            fill = [s.hop for s in ranking if s.hop in listed and s.hop not in picked][: k - len(picked)]
+            kept += [ScoredHop(h, (k - len(kept) - j) / k) for j, h in enumerate(fill)]
+            if fill:
+                event["filled"] = len(fill)
+                event["filled_by"] = self.similarity
+        return StepResult.success(kept)
+
+    def _match(self, names: Sequence[str], shown: list[Hop]) -> tuple[list[Hop], list[str]]:
+        """The listed hops ``names`` refer to, in the reply's order, at most k, no repeats; and the names ignored.
+
+        A name is read as written in the list (``film.film.starring (incoming)``); a bare relation name stands for its
+        outgoing hop when that is listed, else its incoming one; a list number (``3`` or ``"3. film..."``) for that line.
+        """
+        exact = {describe_hop(h): h for h in shown}
+        folded = {name.casefold(): h for name, h in exact.items()}
+        bare: dict[str, Hop] = {}
+        for h in shown:
+            if h.direction is Direction.OUT or h.relation.casefold() not in bare:
+                bare[h.relation.casefold()] = h
+        picked: list[Hop] = []
+        ignored: list[str] = []
+        for raw in names:
+            text = str(raw).strip().strip("\"'`").strip()
+            numbered = re.fullmatch(r"(\d+)(?:[.)]\s*(.*))?", text)
+            if numbered and numbered.group(2):
+                text = numbered.group(2).strip()
+            hop = exact.get(text) or folded.get(text.casefold()) or bare.get(text.casefold())
+            if hop is None and numbered and not numbered.group(2) and 1 <= int(numbered.group(1)) <= len(shown):
+                hop = shown[int(numbered.group(1)) - 1]
+            if hop is None:
+                ignored.append(str(raw)[:80])
+            elif hop not in picked:
+                picked.append(hop)
+            if len(picked) == self.config.top_k:
+                break
+        return picked, ignored

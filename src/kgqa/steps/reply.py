@@ -23,19 +23,21 @@ M = TypeVar("M", bound=BaseModel)
 @dataclass(frozen=True, slots=True)
 class StepResult(Generic[T]):
     """What a step produced: ``value`` when ``ok``; otherwise ``failure`` says why (and ``value`` may hold what the
-    step fell back to, which the caller must treat as such)."""
+    step fell back to, which the caller must treat as such; ``replaced_by`` then names what produced it, e.g. the
+    ``embedding`` scorer standing in for an unreadable LLM reply)."""
 
     value: T | None
     ok: bool = True
     failure: str | None = None
+    replaced_by: str | None = None
 
     @classmethod
     def success(cls, value: T) -> StepResult[T]:
         return cls(value, True, None)
 
     @classmethod
-    def failed(cls, reason: str, fallback: T | None = None) -> StepResult[T]:
-        return cls(fallback, False, reason)
+    def failed(cls, reason: str, fallback: T | None = None, *, replaced_by: str | None = None) -> StepResult[T]:
+        return cls(fallback, False, reason, replaced_by)
 
     def unwrap(self) -> T:
         """The value of a successful step; a failed one raises ValueError with its reason."""
@@ -47,6 +49,10 @@ class StepResult(Generic[T]):
 def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
               max_tokens: int | None = None, **variables: Any) -> StepResult[M]:
     """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
+
+    ``max_tokens`` is the reply budget of this step (the first ask and the re-ask); ``None`` leaves the backend's
+    default (512). Budget what the schema needs, so a small model that rambles is stopped early: a list of k relation
+    names about 16 + 24k tokens, a judgement with a one-sentence reason under 100, a chain of thought a few hundred.
 
     An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
     (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`

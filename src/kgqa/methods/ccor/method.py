@@ -27,7 +27,12 @@ Where kgqa differs from the paper, and why:
 * A chain that reaches no entity at Stop/Constraint counts as a main-chain failure (direct generation).
 * Relation pruning can be the LLM (the paper), an embedding scorer or a hybrid: ``pruner`` in the config. Its default
   ``auto`` uses the embedding scorer with an offline local model (a 135M model cannot rank relations) and the LLM
-  otherwise.
+  otherwise. The LLM names its top k (the paper's selection) from a list cut to ``prefilter`` candidates, those most
+  similar to the question (embedder, else word overlap with the relation's words); a short choice is filled up to k
+  from that ranking, and an unreadable reply is replaced by it, recorded in the trace.
+* The prompts carry two to four in-context examples of our own (the paper uses up to five), Freebase-style.
+* Reply budgets per step (``prune_tokens``, ``judge_tokens``, ``init_tokens``, ``gef_tokens``, ``answer_tokens``): a
+  judgement is a short JSON object, so tiny local models stop early; the paper caps nothing.
 * Depth: 3 by default and 4 for CWQ (the paper's setting, given by the dataset's facts as ``max_depth``); the
   iteration budget (``max_iterations``) is ours, so a confused model cannot loop: the paper states no such bound.
 * Several topic entities: a main chain starts from one topic entity at a time, in the question's order, the next one
@@ -104,7 +109,11 @@ class CoRConfig(MethodConfig):
     max_depth: int | None = Field(default=None, ge=1, description="chain depth; None: the dataset's max_depth, else 3")
     pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local models, "
                                                              "llm otherwise")
-    prefilter: int = Field(default=20, ge=1, description="hybrid pruner: candidates the embedding scorer passes on")
+    prefilter: int = Field(default=30, ge=1, description="most candidate relations one pruning prompt lists; longer "
+                                                         "lists keep those most similar to the question (embedder, "
+                                                         "else word overlap)")
+    prune_tokens: int | None = Field(default=None, ge=1, description="max reply tokens of relation pruning (None: "
+                                                                     "16 + 24 per relation kept)")
     max_iterations: int = Field(default=12, ge=1, description="judgements per exploration (ours; the paper has none)")
     backtracking: bool = Field(default=True, description="False: the w/o relation backtrack ablation")
     sample_names: int = Field(default=5, ge=0, description="names of reached entities shown to the judge")
@@ -118,9 +127,9 @@ class CoRConfig(MethodConfig):
     count_questions: bool = Field(default=True, description="answer a 'how many' question with the count of E_final")
     # Reply budgets per step: a judgement is a short JSON object, not a paragraph; tiny local models stop early.
     judge_tokens: int = Field(default=96, ge=16, description="max reply tokens of a chain judgement")
-    init_tokens: int = Field(default=128, ge=16, description="max reply tokens of the constraint initialisation")
-    gef_tokens: int = Field(default=96, ge=16, description="max reply tokens of Global Entity Filtering")
-    answer_tokens: int = Field(default=384, ge=16, description="max reply tokens of direct generation (reasons first)")
+    init_tokens: int = Field(default=96, ge=16, description="max reply tokens of the constraint initialisation")
+    gef_tokens: int = Field(default=160, ge=16, description="max reply tokens of Global Entity Filtering")
+    answer_tokens: int = Field(default=256, ge=16, description="max reply tokens of direct generation (reasons first)")
     max_evidence_paths: int = Field(default=20, ge=1, description="paths kept as evidence")
 
     def depth_for(self, question: Question) -> int:
@@ -156,7 +165,8 @@ class CCoR(KGQAMethod):
 
     def _pruning(self, ctx: MethodContext) -> PruningConfig:
         kind = resolve_pruner(self.config.pruner, getattr(ctx.llm, "name", None))
-        return PruningConfig(kind=kind, top_k=self.config.top_k, prefilter=self.config.prefilter)
+        return PruningConfig(kind=kind, top_k=self.config.top_k, prefilter=self.config.prefilter,
+                             max_tokens=self.config.prune_tokens)
 
     # -- the whole question ----------------------------------------------------------------------------------------
 
