@@ -52,6 +52,8 @@ def collect(runs: Path) -> dict:
             wall = sum(float(r.get("latency_s") or 0.0) for r in lines)
             kg_time = sum(float(r.get("kg_time_s") or 0.0) for r in lines)
             config = json.loads((rundir / "config.json").read_text()) if (rundir / "config.json").is_file() else {}
+            traces = [json.loads(line) for line in (rundir / "traces.jsonl").read_text().splitlines() if line.strip()]
+            unreadable, second_hop = reply_health(traces)
             rows.append({
                 "method": method, "dataset": f"metaqa-{hops}hop", "split": "dev", "n": summary.get("n"),
                 "hits@1": summary.get("hits@1"), "hit": summary.get("hit"), "f1": summary.get("f1"),
@@ -59,9 +61,26 @@ def collect(runs: Path) -> dict:
                 "llm_calls_mean": summary.get("llm_calls_mean"), "tokens_mean": summary.get("tokens_mean"),
                 "kg_time_share": kg_time / wall if wall else None, "wall_s_mean": wall / len(lines) if lines else None,
                 "llm": config.get("llm"), "pruner": (config.get("method_config") or {}).get("pruner", "embedding"),
+                "unreadable_share": unreadable, "second_hop_share": second_hop,
             })
     return {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "machine": {
         "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}, "rows": rows}
+
+
+def reply_health(traces: list[dict]) -> tuple[float | None, float | None]:
+    """Of the questions: the share with a pruning or judgement reply that could not be read (after the re-ask), and
+    the share whose main chain was judged at two hops or more (the tiny models tend to stop after one)."""
+    if not traces:
+        return None, None
+    unreadable = second = 0
+    for row in traces:
+        events = row.get("trace") or []
+        if any(e.get("failure") for e in events if str(e.get("step", "")).endswith("prune"))  \
+                or any("unreadable" in str(e.get("reason", "")) for e in events if str(e.get("step", "")).endswith("decision")):
+            unreadable += 1
+        if any(e.get("step") == "main.decision" and "," in str(e.get("chain", "")) for e in events):
+            second += 1
+    return unreadable / len(traces), second / len(traces)
 
 
 def to_markdown(result: dict) -> str:
@@ -75,17 +94,19 @@ def to_markdown(result: dict) -> str:
         "# CCoR / CoR on MetaQA dev (seeded sample), local model + embedding pruner",
         "",
         f"Measured {result['date']} on {result['machine']['cpus']} CPUs. Reproduce: `python benchmarks/ccor_metaqa.py "
-        "--kg DIR --runs RUNS`. The local model (SmolLM2-135M) is plumbing, not a reasoner: these rows measure the "
+        "--kg DIR --runs RUNS --limit N`. The local model (SmolLM2-135M) is plumbing, not a reasoner: these rows measure the "
         "pipeline's cost and grounding, not what CCoR can do with a capable model (the paper's anchors with GPT-4.1-mini: "
         "4.51 calls/question on WebQSP, 10.20 on CWQ; KGR 90.4 and 69.1).",
         "",
-        "| method | dataset | n | Hits@1 | Hit | F1 | KGR | Faithful-F1 | calls/q | tokens/q | KG share of wall time |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| method | dataset | n | Hits@1 | Hit | F1 | KGR | Faithful-F1 | calls/q | tokens/q | KG share of wall time "
+        "| unreadable replies | reached 2nd hop | s/question |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         lines.append(f"| {r['method']} | {r['dataset']} {r['split']} | {r['n']} | {pct(r['hits@1'])} | {pct(r['hit'])} | "
                      f"{pct(r['f1'])} | {pct(r['kgr'])} | {pct(r['faithful_f1'])} | {num(r['llm_calls_mean'])} | "
-                     f"{num(r['tokens_mean'], 0)} | {pct(r['kg_time_share'])}% |")
+                     f"{num(r['tokens_mean'], 0)} | {pct(r['kg_time_share'])}% | {pct(r.get('unreadable_share'))}% | "
+                     f"{pct(r.get('second_hop_share'))}% | {num(r.get('wall_s_mean'))} |")
     return "\n".join(lines) + "\n"
 
 
