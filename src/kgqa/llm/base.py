@@ -56,6 +56,9 @@ class Completion:
     latency_s: float = 0.0
     #: Retries the backend needed for this reply (429/5xx/timeouts); filled by retrying backends.
     retries: int = 0
+    #: What the backend changed in its requests while making this call because the endpoint refused something
+    #: (e.g. ``"structured_mode: json_schema -> json_object_schema (HTTP 500)"``). Not retries: no budget was spent.
+    negotiations: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -51,6 +51,15 @@ def setting(key: str, flag: Any = None, *, kind: Callable[[Any], T] = str, defau
     return _convert(key, value, kind)
 
 
+def choice(key: str, flag: Any, choices: tuple[str, ...], *, default: str) -> str:
+    """A setting that must be one of ``choices`` (flag > ``KGQA_<KEY>`` > config file > ``default``), lower-cased."""
+    value = setting(key, flag, default=default)
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise ConfigError(f"setting {key} (env KGQA_{key.upper()}) must be one of {', '.join(choices)}; got {value!r}")
+    return text
+
+
 def foreign_env(name: str, flag: Any = None) -> str | None:
     """A variable owned by another tool (``OPENAI_API_KEY``...): the flag if given, else the environment."""
     if flag is not None:
