@@ -188,7 +188,9 @@ def test_the_iteration_budget_running_out_is_a_main_chain_failure() -> None:
                          ("m.nolan", "Christopher Nolan"), max_iterations=2)
     (fallback,) = events(pred, "fallback")
     assert fallback["layer"] == 2 and "iteration budget of 2 spent" in fallback["cause"]
-    assert usage.calls == 3  # two judgements and the direct generation: the exact cost of the question
+    decisions = events(pred, "main.decision")
+    assert len(decisions) == 2 and decisions[1]["reason"] == "the chain leads back to the topic entity"
+    assert usage.calls == 2  # one judgement (the walk back was rejected for free) and the direct generation
 
 
 def test_without_backtracking_one_rejected_branch_ends_the_exploration() -> None:
@@ -209,3 +211,11 @@ def test_constraint_call_totals_are_exact(studio_kg: EmbeddedKG) -> None:
     _, _, usage = run(studio_kg, by_step({**CONSTRAINED, "ccor.constraint_reason": judge}),
                       "Which film by Big Studio came out in 2010?", STUDIO)
     assert usage.calls == 3  # main judgement, constraint initialisation, constraint judgement
+
+
+def test_a_chain_that_walks_back_to_its_topic_costs_no_model_call() -> None:
+    ccor = get_method("ccor", pruner="embedding")
+    ctx, model, _ = context(shared_movie_kg(), lambda p: {"chain_status": "complete"}, embedder=offline_embedder())
+    back = (Hop("film.film.starring", Direction.OUT), Hop("film.film.starring", Direction.IN))  # film -> CVT -> film
+    judgement = ccor._judge_main(question("?"), ["m.memento"], ["Memento"], back, 0, ctx)  # type: ignore[attr-defined]
+    assert judgement.action.value == "backtrack" and "back to the topic" in judgement.reason and model.calls == 0

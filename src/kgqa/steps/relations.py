@@ -52,6 +52,8 @@ class Reached:
     samples: list[str]
     nameless: int
     truncated: bool
+    #: Every entity the chain reaches is one it started from (it walked back, e.g. through a mediator node).
+    only_start: bool = False
 
     def describe(self) -> str:
         if self.count == 0:
@@ -72,4 +74,5 @@ def reached_view(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *, sam
     names = kg.names(head)
     shown = [names[e] or "" for e in head if names.get(e)]
     nameless = sum(1 for e in head if not names.get(e) and not is_literal(e))
-    return Reached(len(result.entities), shown[:samples], nameless, result.truncated)
+    only_start = bool(result.entities) and not result.truncated and set(result.entities) <= set(topics)
+    return Reached(len(result.entities), shown[:samples], nameless, result.truncated, only_start)

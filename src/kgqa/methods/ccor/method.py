@@ -53,7 +53,8 @@ Where kgqa differs from the paper, and why:
   the constraint chain's target or to Global Entity Filtering.
 * A KG error (a timeout) or an LLM error during exploration goes to the second fallback layer with its cause in the
   trace, as the paper's fallback for a failed main chain; an error there too fails the question.
-* No model call is spent on a chain that reaches no entity.
+* No model call is spent on a chain that reaches no entity, or only the topic entity it started from (a walk back
+  through a mediator node, e.g. ``awards_won`` then ``award_winner``).
 """
 
 from __future__ import annotations
@@ -245,6 +246,9 @@ class CCoR(KGQAMethod):
         if reached.count == 0:
             # A chain that reaches nothing cannot hold the answer: no model call is spent on it.
             return Judgement(Action.BACKTRACK, "the chain reaches no entity")
+        if reached.only_start:
+            # It walked back to where it started (through a mediator node): no model call is spent on it either.
+            return Judgement(Action.BACKTRACK, "the chain leads back to the topic entity")
         reply = ask_reply(ctx.llm, PROMPTS, "main_reasoning", MainDecision, step=f"{self.name}.reason",
                           max_tokens=self.config.judge_tokens, question=question.text,
                           chain=describe_chain(topic_names, chain), reached=reached.describe(),
