@@ -55,6 +55,8 @@ class ServerState:
     refuse: set[str] = field(default_factory=set)
     name_param: bool = True
     format_errors: dict[str, int] = field(default_factory=dict)
+    #: max_tokens above this is refused as a bad value (HTTP 400, code invalid_value), as OpenAI does.
+    max_tokens_limit: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -69,6 +71,11 @@ def format_kind(body: dict[str, Any]) -> str | None:
 
 
 def _standing_refusal(state: ServerState, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    limit = state.max_tokens_limit
+    if limit is not None and int(body.get("max_tokens") or 0) > limit:
+        return 400, {"error": {"message": f"max_tokens is too large: {body['max_tokens']}. This model supports at "
+                                          f"most {limit} completion tokens.", "type": "invalid_request_error",
+                               "param": "max_tokens", "code": "invalid_value"}}
     for name in ("max_tokens", "max_completion_tokens", "temperature", "top_p"):
         if name not in state.refuse or name not in body:
             continue

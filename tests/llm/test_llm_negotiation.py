@@ -234,3 +234,13 @@ def test_json_reply_shape_unchanged_by_negotiation(server: FaultServer) -> None:
     server.state.format_errors = {"json_schema": 500}
     reply = model_for(server).chat(HELLO, schema=Answer.model_json_schema())
     assert json.loads(reply.text) == reply.json == {"answer": "say hello to the graph", "confidence": 0.5}
+
+
+def test_a_bad_value_of_a_supported_parameter_is_the_callers_error_not_a_negotiation(server: FaultServer) -> None:
+    server.state.max_tokens_limit = 1000
+    model = load(f"openai:test-model@{server.url}", cache=False, max_retries=0, **FAST)
+    with pytest.raises(LLMError, match="max_tokens is too large"):
+        model.chat(HELLO, step="s", max_tokens=99_999)
+    assert sent(server, "max_completion_tokens") == ["<absent>"]  # one request, nothing re-sent with another name
+    assert model.endpoint_settings()["token_param"] == "max_tokens"  # and nothing learned for later calls
+    assert model.chat(HELLO, step="s", max_tokens=64).text == "echo: say hello to the graph"

@@ -86,7 +86,8 @@ def test_counting_questions_answer_the_count() -> None:
     pred, _, usage = run(shared_movie_kg(), policy, "How many films did Christopher Nolan direct?",
                          ("m.nolan", "Christopher Nolan"))
     assert pred.names == ["3"] and pred.grounding == "structured"
-    assert events(pred, "aggregate") == [{"step": "aggregate", "kind": "count", "counted": True, "of": 3}]
+    assert events(pred, "aggregate") == [{"step": "aggregate", "kind": "count", "counted": True, "of": 3,
+                                          "capped": False}]
     assert usage.calls == 1  # one judgement, nothing else
     listed, _, _ = run(shared_movie_kg(), policy, "Which films did Christopher Nolan direct?",
                        ("m.nolan", "Christopher Nolan"))
@@ -219,3 +220,35 @@ def test_a_chain_that_walks_back_to_its_topic_costs_no_model_call() -> None:
     back = (Hop("film.film.starring", Direction.OUT), Hop("film.film.starring", Direction.IN))  # film -> CVT -> film
     judgement = ccor._judge_main(question("?"), ["m.memento"], ["Memento"], back, 0, ctx)  # type: ignore[attr-defined]
     assert judgement.action.value == "backtrack" and "back to the topic" in judgement.reason and model.calls == 0
+
+
+def test_the_topic_is_not_its_own_answer_nor_counted() -> None:
+    ccor = get_method("ccor", pruner="embedding")
+    ctx, _, _ = context(shared_movie_kg(), None)
+    co_stars = (Hop("film.performance.actor", Direction.IN), Hop("film.film.starring", Direction.IN),
+                Hop("film.film.starring", Direction.OUT), Hop("film.performance.actor", Direction.OUT))
+    reached = ["m.dicaprio", "m.page"]  # DiCaprio's films' actors: himself included
+    who = ccor._structured(question("Who starred with Leonardo DiCaprio?"), ctx, ["m.dicaprio"], co_stars,  # type: ignore[attr-defined]
+                           None, reached)
+    assert who.names == ["Elliot Page"]
+    many = ccor._structured(question("How many actors starred with Leonardo DiCaprio?"), ctx,  # type: ignore[attr-defined]
+                            ["m.dicaprio"], co_stars, None, reached)
+    assert many.names == ["1"]
+    alone = ccor._structured(question("Who is Leonardo DiCaprio?"), ctx, ["m.dicaprio"], co_stars,  # type: ignore[attr-defined]
+                             None, ["m.dicaprio"])
+    assert alone.names == ["Leonardo DiCaprio"]  # all it reaches: kept
+
+
+def test_how_many_over_values_answers_the_values() -> None:
+    ccor = get_method("ccor", pruner="embedding")
+    ctx, _, _ = context(shared_movie_kg(), None)
+    populations = [make_literal("2148000"), make_literal("2,161,000")]
+    pred = ccor._structured(question("How many people live in Paris?"), ctx, ["m.paris"],  # type: ignore[attr-defined]
+                            (Hop("location.statistical_region.population", Direction.OUT),), None, populations)
+    assert pred.names == ["2148000", "2,161,000"]
+    (aggregate,) = events_of(ctx.trace, "aggregate")
+    assert aggregate["counted"] is False and "2 numeric" in aggregate["reason"]
+
+
+def events_of(trace: list[dict], step: str) -> list[dict]:
+    return [e for e in trace if e["step"] == step]

@@ -483,9 +483,11 @@ def run_eval(
         if callable(endpoint):
             # What the endpoint turned out to accept (structured-output mode, token parameter), learned during the run.
             settings = endpoint()
-            run_config["llm_structured_mode"] = settings.get("structured_mode")
-            run_config["llm_endpoint"] = settings
-            write_json(config_path, run_config)
+            # A resumed run answered from the cache learns nothing: it keeps what an earlier invocation recorded.
+            if settings.get("structured_mode_source") != "untested" or "llm_structured_mode" not in run_config:
+                run_config["llm_structured_mode"] = settings.get("structured_mode")
+                run_config["llm_endpoint"] = settings
+                write_json(config_path, run_config)
 
         summary = summarize_run(run_dir, report=report, run_facts={
             "wall_s": round(time.perf_counter() - started, 3), "loop_s": round(loop_s, 3),

@@ -271,7 +271,10 @@ class OpenAIChatModel(BaseChatModel):
         body = exc.body
         text = str(body.get("message") or exc.message) if isinstance(body, dict) else f"{exc.message} {body!r}"
         sent = {k for k in ("max_tokens", "max_completion_tokens", *_SAMPLING) if k in request}
-        if status in (400, 422) and param in sent:
+        code = str(body.get("code") or "") if isinstance(body, dict) else ""
+        # A parameter the endpoint does not support is negotiated; a bad value of a supported one (max_tokens too
+        # large) is the caller's error and must not change what is sent for the rest of the run.
+        if status in (400, 422) and param in sent and (code.startswith("unsupported") or _REFUSAL_WORDS.search(text)):
             return str(param), status
         if "response_format" in request and (param == "response_format" or _FORMAT_RE.search(text)):
             return "response_format", status

@@ -24,7 +24,8 @@ Where kgqa differs from the paper, and why:
   second one only through the main chain or not at all.
 * An empty E_final (the constraint chain ran but no candidate satisfied the target) counts as a constraint-chain failure
   and falls back to Global Entity Filtering, rather than answering nothing.
-* A chain that reaches no entity at Stop/Constraint counts as a main-chain failure (direct generation).
+* A chain that reaches no entity at Stop/Constraint counts as a main-chain failure: the next topic entity is tried,
+  then direct generation. The topic entity itself is never among the answers unless the chain reaches nothing else.
 * Relation pruning can be the LLM (the paper), an embedding scorer or a hybrid: ``pruner`` in the config. Its default
   ``auto`` uses the embedding scorer with an offline local model (a 135M model cannot rank relations) and the LLM
   otherwise. The LLM names its top k (the paper's selection) from a list cut to ``prefilter`` candidates, those most
@@ -48,8 +49,9 @@ Where kgqa differs from the paper, and why:
   many of how many were shown); nameless mediator (CVT) nodes are never listed or answered.
 * A chain that ends on nameless mediator nodes is never a finished chain: a Stop or Constraint judgement there becomes
   Forward (the paper's Freebase prompts leave CVTs to the model).
-* "How many" questions are answered with the count of E_final (unless the chain reaches one number, which is then the
-  answer); the paper's answer step is the entity set. Ordering constraints ("the largest", "the first") are left to
+* "How many" questions are answered with the count of E_final (unless the chain reaches values, such as a population,
+  which are then the answer; after Global Entity Filtering only what the LLM kept is counted); the paper's answer step
+  is the entity set. Ordering constraints ("the largest", "the first") are left to
   the constraint chain's target or to Global Entity Filtering.
 * A KG error (a timeout) or an LLM error during exploration goes to the second fallback layer with its cause in the
   trace, as the paper's fallback for a failed main chain; an error there too fails the question.
@@ -83,7 +85,16 @@ PROMPTS = PromptBook.for_package("kgqa.methods.ccor")
 DEFAULT_DEPTH = 3
 #: A question that asks for a number of things ("How many films ...", "What is the number of ...").
 _COUNT_RE = re.compile(r"^\s*(how\s+many|what\s+(?:is|was)\s+the\s+(?:total\s+)?number\s+of|count\s+the)\b", re.I)
-_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+_NUMBER_RE = re.compile(r"^-?\d[\d,]*(?:\.\d+)?$")
+
+
+class _ToDirectGeneration(Exception):
+    """Raised inside the KG layers of CCoR to go to the second fallback layer (direct generation) with a cause, so
+    that direct generation runs once, outside the handler that turns KG and LLM errors into that same fallback."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
 
 
 class MainDecision(BaseModel):
@@ -117,7 +128,7 @@ class CoRConfig(MethodConfig):
                                                                      "16 + 24 per relation kept)")
     max_iterations: int = Field(default=12, ge=1, description="judgements per exploration (ours; the paper has none)")
     backtracking: bool = Field(default=True, description="False: the w/o relation backtrack ablation")
-    sample_names: int = Field(default=5, ge=0, description="names of reached entities shown to the judge")
+    sample_names: int = Field(default=5, ge=1, description="names of reached entities shown to the judge")
     max_options: int = Field(default=30, ge=1, description="recalled constraint values shown to the judge (the most "
                                                            "mentioned in the sub-question first)")
     max_values: int = Field(default=1000, ge=1, description="constraint values recalled and ranked per judgement")
@@ -184,9 +195,12 @@ class CCoR(KGQAMethod):
             return self._direct(question, ctx, "no topic entity of the question is in the KG")
         try:
             return self._from_topics(question, ctx, present)
+        except _ToDirectGeneration as fallback:
+            cause = fallback.cause
         except (KGError, LLMError) as exc:
             # A KG timeout or a dead model mid-question is the paper's second fallback layer, not a failed question.
-            return self._direct(question, ctx, f"{type(exc).__name__} during exploration: {exc}")
+            cause = f"{type(exc).__name__} during exploration: {exc}"
+        return self._direct(question, ctx, cause)
 
     def _from_topics(self, question: Question, ctx: MethodContext, present: list) -> Prediction:
         """One main chain per topic entity, in the question's order, until one succeeds; the other topics stay
@@ -219,7 +233,7 @@ class CCoR(KGQAMethod):
                 return self._global_filter(question, ctx, topics, main, candidates.entities,
                                            "cor: constraints go to GEF")
             return self._constraint(question, ctx, topics, topic_names, main, candidates.entities, pruning, others)
-        return self._direct(question, ctx, "main chain failed: " + "; ".join(failures))
+        raise _ToDirectGeneration("main chain failed: " + "; ".join(failures))
 
     def explain(self, prediction: Prediction) -> Explanation:
         """The chains behind the answer: main chain, constraint chain (source, chain, target), and any fallback."""
@@ -359,12 +373,15 @@ class CCoR(KGQAMethod):
                     constraint: ConstraintChain | None, final: list[str]) -> Prediction:
         shown = presentable(ctx.kg, final)
         if not shown:
-            return self._direct(question, ctx, f"the chain {format_chain(main)} ends on nameless mediator nodes only")
+            raise _ToDirectGeneration(f"the chain {format_chain(main)} ends on nameless mediator nodes only")
+        # The topic entity is not its own answer ("who starred with DiCaprio" reaches DiCaprio too), unless it is all
+        # the chain reaches.
+        shown = [e for e in shown if e not in topics] or shown
         ctx.trace.add("answer", grounding="structured", main_chain=format_chain(main),
                       constraint_chain=None if constraint is None else {
                           "source": constraint.source, "chain": format_chain(constraint.chain),
                           "target": constraint.target}, answers=len(shown), nameless_dropped=len(final) - len(shown))
-        evidence = chain_evidence(ctx.kg, topics, main, shown, max_paths=self.config.max_evidence_paths)
+        evidence = self._evidence(ctx, topics, main, shown)
         counted = self._count(question, ctx, shown)
         if counted is not None:
             return Prediction(answers=[counted], grounding=Grounding.STRUCTURED, evidence=evidence)
@@ -376,10 +393,13 @@ class CCoR(KGQAMethod):
         literal, e.g. a population): then that literal is the answer and nothing is counted."""
         if not self.config.count_questions or not _COUNT_RE.match(question.text):
             return None
-        if len(final) == 1 and is_literal(final[0]) and _NUMBER_RE.match(literal_value(final[0]).strip()):
-            ctx.trace.add("aggregate", kind="count", counted=False, reason="the chain reaches a number")
+        if all(is_literal(e) for e in final):
+            # The KG holds the number (a population, dated values of one): those values are the answer, not counted.
+            numbers = sum(1 for e in final if _NUMBER_RE.match(literal_value(e).strip()))
+            ctx.trace.add("aggregate", kind="count", counted=False, reason=f"the chain reaches values ({numbers} numeric)")
             return None
-        ctx.trace.add("aggregate", kind="count", counted=True, of=len(final))
+        # A count that reached the max_candidates cap is a lower bound: the trace says so.
+        ctx.trace.add("aggregate", kind="count", counted=True, of=len(final), capped=len(final) >= self.config.max_candidates)
         return AnswerItem(id=None, name=str(len(final)))
 
     def _global_filter(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
@@ -403,11 +423,20 @@ class CCoR(KGQAMethod):
         ctx.trace.add("fallback", layer=1, stage="global_entity_filtering", cause=cause, main_chain=format_chain(main),
                       candidates=len(candidates), offered=len(offered), shown=len(shown), kept=len(keep))
         if not final:
-            return self._direct(question, ctx, f"{cause}; no candidate has a name")
-        evidence = chain_evidence(ctx.kg, topics, main, final, max_paths=self.config.max_evidence_paths)
-        counted = self._count(question, ctx, final)
+            raise _ToDirectGeneration(f"{cause}; no candidate has a name")
+        evidence = self._evidence(ctx, topics, main, final)
+        # Only what the LLM kept is counted: the unfiltered list shown is capped at max_gef_candidates.
+        counted = self._count(question, ctx, final) if keep else None
         answers = [counted] if counted is not None else answer_items(ctx.kg, final, limit=self.config.max_answers)
         return Prediction(answers=answers, grounding=Grounding.SYNTHESIS, evidence=evidence)
+
+    def _evidence(self, ctx: MethodContext, topics: list[str], main: Chain, answers: list[str]) -> list[list[str]]:
+        """The chain's triples behind ``answers``; a KG error here costs the evidence, never the answers found."""
+        try:
+            return chain_evidence(ctx.kg, topics, main, answers, max_paths=self.config.max_evidence_paths)
+        except KGError as exc:
+            ctx.trace.add("evidence", error=f"{type(exc).__name__}: {exc}")
+            return []
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         """Layer 2: chain-of-thought generation from the LLM alone (grounding: parametric)."""
