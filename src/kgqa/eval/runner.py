@@ -121,11 +121,17 @@ class EvalRun:
 def _select(dataset: str, split: str, data_dir: str | os.PathLike[str] | None, limit: int | None, seed: int,
             shuffle: bool) -> list[Question]:
     root = dataset_root(dataset, data_dir)
-    if not shuffle:
+    if not shuffle:  # the loader stops reading at the limit
         return load_dataset(dataset, split, data_dir=root, limit=limit)
-    questions = load_dataset(dataset, split, data_dir=root)
-    random.Random(seed).shuffle(questions)  # seeded: the same seed draws the same sample
-    return questions if limit is None else questions[:limit]
+    return _sample(load_dataset(dataset, split, data_dir=root), limit, seed, shuffle)
+
+
+def _sample(questions: Sequence[Question], limit: int | None, seed: int, shuffle: bool) -> list[Question]:
+    """The first ``limit`` questions, of a seeded shuffle with ``shuffle`` (the same seed draws the same sample)."""
+    selected = list(questions)
+    if shuffle:
+        random.Random(seed).shuffle(selected)
+    return selected if limit is None else selected[:limit]
 
 
 def _check_limit(limit: int | None) -> None:
@@ -359,11 +365,7 @@ def run_eval(
     if questions is None:
         selected = _select(dataset, split, data_dir, limit, seed, shuffle)
     else:
-        selected = list(questions)
-        if shuffle:
-            random.Random(seed).shuffle(selected)
-        if limit is not None:
-            selected = selected[:limit]
+        selected = _sample(questions, limit, seed, shuffle)
     seen: set[str] = set()
     for q in selected:
         if q.id in seen:
@@ -482,11 +484,11 @@ def run_eval(
         endpoint = getattr(model, "endpoint_settings", None)
         if callable(endpoint):
             # What the endpoint turned out to accept (structured-output mode, token parameter), learned during the run.
-            settings = endpoint()
+            endpoint_info = endpoint()
             # A resumed run answered from the cache learns nothing: it keeps what an earlier invocation recorded.
-            if settings.get("structured_mode_source") != "untested" or "llm_structured_mode" not in run_config:
-                run_config["llm_structured_mode"] = settings.get("structured_mode")
-                run_config["llm_endpoint"] = settings
+            if endpoint_info.get("structured_mode_source") != "untested" or "llm_structured_mode" not in run_config:
+                run_config["llm_structured_mode"] = endpoint_info.get("structured_mode")
+                run_config["llm_endpoint"] = endpoint_info
                 write_json(config_path, run_config)
 
         summary = summarize_run(run_dir, report=report, run_facts={

@@ -92,12 +92,12 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
     spec = setting("llm", spec, default="local:smollm2")
     assert spec is not None
     kind, sep, rest = spec.partition(":")
-    others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
-    not_understood = (f"model spec {spec!r} is not understood; expected one of openai:MODEL[@URL], local:smollm2, "
-                      "local:gemma3-270m, scripted:FILE.jsonl" + (f", {others}" if others else ""))
-    if not sep:
-        raise ConfigError(not_understood)
-    backend = LLM_BACKENDS.get(kind, unknown=not_understood)
+    backend = LLM_BACKENDS.find(kind) if sep else None
+    if backend is None:  # unknown, or a plugin that failed to load: get() says which
+        others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
+        backend = LLM_BACKENDS.get(kind if sep else "", unknown=(
+            f"model spec {spec!r} is not understood; expected one of openai:MODEL[@URL], local:smollm2, "
+            "local:gemma3-270m, scripted:FILE.jsonl" + (f", {others}" if others else "")))
     try:
         model: Any = backend(rest, dict(options))
     except TypeError as exc:  # an option the backend does not take

@@ -424,6 +424,17 @@ class OpenAIChatModel(BaseChatModel):
                            retries=attempt, status=status) from exc
         return self.policy.delay(attempt, retry_after)
 
+    def _after_error(self, exc: BaseException, plan: _Plan, request: dict[str, Any], negotiated: list[str],
+                     attempt: int) -> float | None:
+        """After a failed send: None to send again at once (the endpoint's profile was adapted: a negotiation, noted
+        in ``negotiated``, not a retry), else the seconds to wait before retrying; raises when the call gives up."""
+        again, event = self._negotiate(exc, plan, request)
+        if event is not None:
+            negotiated.append(event.describe())
+        if again and len(negotiated) <= _MAX_NEGOTIATIONS:
+            return None
+        return self._give_up_or_wait(exc, attempt)
+
     # -- sync -------------------------------------------------------------------------------------------------------------
 
     def _complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
@@ -441,12 +452,9 @@ class OpenAIChatModel(BaseChatModel):
                     completion.negotiations = tuple(negotiated)
                     return completion
                 except Exception as exc:
-                    again, event = self._negotiate(exc, plan, request)
-                    if event is not None:
-                        negotiated.append(event.describe())
-                    if again and len(negotiated) <= _MAX_NEGOTIATIONS:
+                    wait = self._after_error(exc, plan, request, negotiated, attempt)
+                    if wait is None:
                         continue  # sent again at once: a negotiation is not a retry
-                    wait = self._give_up_or_wait(exc, attempt)
                 time.sleep(wait)  # outside the slot: a backing-off call must not block others
                 attempt += 1
 
@@ -484,11 +492,8 @@ class OpenAIChatModel(BaseChatModel):
                 completion.negotiations = tuple(negotiated)
                 return completion
             except Exception as exc:
-                again, event = self._negotiate(exc, plan, request)
-                if event is not None:
-                    negotiated.append(event.describe())
-                if again and len(negotiated) <= _MAX_NEGOTIATIONS:
+                wait = self._after_error(exc, plan, request, negotiated, attempt)
+                if wait is None:
                     continue
-                wait = self._give_up_or_wait(exc, attempt)
             await asyncio.sleep(wait)
             attempt += 1

@@ -20,6 +20,8 @@ never from a dataset-name test inside a method.
 from __future__ import annotations
 
 import abc
+import types
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -122,8 +124,6 @@ def validate_config(method: str, model: type[BaseModel], settings: dict[str, Any
 
 def describe_type(annotation: Any) -> str:
     """A short readable name of a config field's type (``int``, ``'llm' | 'embedding'``, ``int | None``)."""
-    import typing
-
     if annotation is None or annotation is type(None):
         return "None"
     origin = typing.get_origin(annotation)
@@ -131,7 +131,7 @@ def describe_type(annotation: Any) -> str:
         return describe_type(typing.get_args(annotation)[0])
     if origin is typing.Literal:
         return " | ".join(repr(a) for a in typing.get_args(annotation))
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return " | ".join(describe_type(a) for a in typing.get_args(annotation))
     if origin is not None:
         args = ", ".join(describe_type(a) for a in typing.get_args(annotation))

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kgqa.kg.base import make_literal
 from kgqa.kg.schema import FreebaseSchema
 
 HERE = Path(__file__).resolve().parent
@@ -52,15 +53,15 @@ def slug(text: str) -> str:
 
 
 def year_literal(year: int | str) -> str:
-    return f'"{year}"^^<{XSD}gYear>'
+    return make_literal(str(year), datatype=XSD + "gYear")
 
 
 def date_literal(date: str) -> str:
-    return f'"{date}"^^<{XSD}date>'
+    return make_literal(date, datatype=XSD + "date")
 
 
 def plain_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return make_literal(text)
 
 
 def ent(key: str) -> str:

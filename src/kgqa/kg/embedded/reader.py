@@ -28,7 +28,7 @@ from kgqa.kg.base import (
     is_literal,
     literal_value,
 )
-from kgqa.kg.derived import DerivedOps, check_count, check_ids, check_subgraph_args, fair_shares
+from kgqa.kg.derived import DerivedOps, check_constraint, check_count, check_ids, check_subgraph_args, fair_shares
 from kgqa.kg.embedded.arrays import (
     FORMAT_VERSION,
     META_FILE,
@@ -273,21 +273,14 @@ class EmbeddedKG(DerivedOps):
 
     # -- constraints -----------------------------------------------------------------------------------------------
 
-    def _check_source(self, main: Chain, constraint: ConstraintChain) -> None:
-        if not 0 <= constraint.source <= len(main):
-            raise KGError(f"constraint source position {constraint.source} is outside the main chain "
-                          f"(0..{len(main)})")
-        if not constraint.chain:
-            raise KGError("constraint chain is empty")
-
-    def _sources_on_paths(self, topics: Sequence[str], main: Chain, source: int) -> tuple[np.ndarray, bool]:
-        frontiers, edges, truncated = self._walk(self._nodes_of(topics), main)
+    def _sources_on_paths(self, start: np.ndarray, main: Chain, source: int) -> tuple[np.ndarray, bool]:
+        frontiers, edges, truncated = self._walk(start, main)
         return self._alive(frontiers, edges, frontiers[-1])[source], truncated
 
     def constraint_values(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
                           limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
-        self._check_source(main, constraint)
-        sources, truncated = self._sources_on_paths(topics, main, constraint.source)
+        check_constraint(main, constraint)
+        sources, truncated = self._sources_on_paths(self._nodes_of(topics), main, constraint.source)
         result = self._run(sources, constraint.chain, None, bindings=False, limit=limit)
         result.truncated = result.truncated or truncated
         return result
@@ -301,15 +294,16 @@ class EmbeddedKG(DerivedOps):
 
     def filter_by_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
                              limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
-        self._check_source(main, constraint)
+        check_constraint(main, constraint)
         if constraint.target is None:
             raise KGError("filter_by_constraint needs a constraint target; use constraint_values to list candidates")
-        sources, truncated = self._sources_on_paths(topics, main, constraint.source)
+        start = self._nodes_of(topics)
+        sources, truncated = self._sources_on_paths(start, main, constraint.source)
         # Which source entities reach the target: walk the constraint chain keeping each start as its own origin.
         frontiers, edges, cut = self._walk(sources, constraint.chain)
         hit_end = frontiers[-1][self._matches_target(frontiers[-1], constraint.target)]
         satisfied = self._alive(frontiers, edges, hit_end)[0]
-        result = self._run(self._nodes_of(topics), main, {constraint.source: satisfied}, bindings=False, limit=limit)
+        result = self._run(start, main, {constraint.source: satisfied}, bindings=False, limit=limit)
         result.truncated = result.truncated or truncated or cut
         return result
 

@@ -26,7 +26,7 @@ from kgqa.kg.schema import FREEBASE_ID_RE
 # Bare Freebase values that are literals, not entities: integers, decimals, years, dates and date-times.
 _FREEBASE_VALUE_RE = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$|^-?\d{4}(-\d{2}(-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2})?)?)?)?$")
 
-# # Each line first meets one compiled regex that accepts the common case (plain ids, no control characters, no
+# Each line first meets one compiled regex that accepts the common case (plain ids, no control characters, no
 # undecodable bytes); only lines it rejects go through the field-by-field checks that explain what is wrong.
 
 _C = "\x00-\x1f\x7f\udc80-\udcff"

@@ -65,7 +65,15 @@ from kgqa.kg.base import (
     literal_value,
     make_literal,
 )
-from kgqa.kg.derived import DerivedOps, SubgraphCollector, check_count, check_ids, check_subgraph_args, fair_shares
+from kgqa.kg.derived import (
+    DerivedOps,
+    SubgraphCollector,
+    check_constraint,
+    check_count,
+    check_ids,
+    check_subgraph_args,
+    fair_shares,
+)
 from kgqa.kg.schema import Schema, check_iri, get_schema
 from kgqa.kg.sparql.endpoint import SparqlEndpoint
 from kgqa.kg.sparql.guard import BNODE_RE, RDF_LANGSTRING, XSD, XSD_STRING, literal_term, sparql_string
@@ -253,12 +261,6 @@ class SparqlKG(DerivedOps):
     def _hidden(self, relation_iri: str) -> bool:
         # Names are served by names(); a name predicate is not a relation to follow.
         return relation_iri in self._name_iris or self._schema.is_noise_relation(self._schema.relation_id(relation_iri))
-
-    @staticmethod
-    def _check_limit(limit: int, what: str = "limit") -> int:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise KGError(f"{what} {limit!r} is not a non-negative integer")
-        return limit
 
     # -- compilation -----------------------------------------------------------------------------------------------
 
@@ -525,11 +527,10 @@ class SparqlKG(DerivedOps):
 
     def run_chain(self, topics: Sequence[str], chain: Chain, *, bindings: bool = False,
                   limit: int = DEFAULT_CHAIN_LIMIT, max_paths: int = DEFAULT_MAX_PATHS) -> ChainResult:
-        self._check_limit(limit)
-        self._check_limit(max_paths, "max_paths")
+        check_count(limit)
+        check_count(max_paths, "max_paths")
         chain = tuple(chain)
-        if isinstance(topics, str):
-            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
+        check_ids(topics)
         if not topics:
             return ChainResult([], [] if bindings else None)
         if not bindings:
@@ -564,8 +565,7 @@ class SparqlKG(DerivedOps):
 
     def chain_relations(self, topics: Sequence[str], chain: Chain,
                         direction: Direction | str = Direction.OUT) -> list[str]:
-        if isinstance(topics, str):
-            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
+        check_ids(topics)
         if not topics:
             return []
         block, var = self._frontier(self._values("?e0", topics), "?e0", tuple(chain), "e")
@@ -575,19 +575,14 @@ class SparqlKG(DerivedOps):
     # -- protocol: constraints -------------------------------------------------------------------------------------
 
     def _check_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain) -> None:
-        if isinstance(topics, str):
-            raise KGError(f"topics must be a list of entity ids, not the string {topics!r}")
-        if not isinstance(constraint.source, int) or not 0 <= constraint.source <= len(main):
-            raise KGError(f"constraint source position {constraint.source!r} is outside the main chain "
-                          f"(0..{len(main)})")
-        if not constraint.chain:
-            raise KGError("constraint chain is empty")
+        check_ids(topics)
+        check_constraint(main, constraint)
 
     def constraint_values(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
                           limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
         main = tuple(main)
         self._check_constraint(topics, main, constraint)
-        self._check_limit(limit)
+        check_count(limit)
         if not topics:
             return ChainResult([])
         s = constraint.source
@@ -603,7 +598,7 @@ class SparqlKG(DerivedOps):
                              limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
         main = tuple(main)
         self._check_constraint(topics, main, constraint)
-        self._check_limit(limit)
+        check_count(limit)
         if constraint.target is None:
             raise KGError("filter_by_constraint needs a constraint target; use constraint_values to list candidates")
         if not topics:
@@ -665,7 +660,7 @@ class SparqlKG(DerivedOps):
         (index lookups, cheap). Fuzzy adds candidates from ``bif:contains`` on Virtuoso (free-text index, cheap) or
         a CONTAINS scan over name literals elsewhere (cost: linear in the number of names, bounded by LIMIT and the
         timeout), reranked with rapidfuzz against the normalised label."""
-        self._check_limit(limit)
+        check_count(limit)
         key = normalize_label(label)
         if not key or limit == 0:
             return []
