@@ -714,3 +714,17 @@ register_dataset(DatasetInfo(
     name="demo", description="The demo questions shipped with kgqa, over the demo KG (`--kg demo`); no data directory.",
     kg="demo", files={"test": ("questions.jsonl",)}, source="written for kgqa (src/kgqa/data/demo, CC0)",
     sizes={"test": 61}, loader=_load_demo, options={"packaged": "kgqa.data.demo"}))
+
+
+for _hops in (1, 2, 3):
+    register_dataset(DatasetInfo(
+        name=f"metaqa-reworded-{_hops}hop",
+        description=f"MetaQA {_hops}-hop test questions (100) in kgqa's own wordings, answers from the gold chains on "
+                    "kb.txt; shipped with kgqa (the KG is still MetaQA's)",
+        kg="metaqa",
+        files={"test": (f"{_hops}-hop/qa_test.txt", f"{_hops}-hop/qa_test_qtype.txt")},
+        source="written for kgqa (src/kgqa/data/metaqa_reworded, CC0; topics and types sampled from MetaQA test)",
+        sizes={"test": 100},
+        loader=_load_metaqa,
+        options={"hops": _hops, "packaged": "kgqa.data.metaqa_reworded"},
+    ))

@@ -1,0 +1,1 @@
+"""MetaQA questions in kgqa's own wordings (see README.md)."""

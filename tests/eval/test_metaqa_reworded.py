@@ -1,0 +1,94 @@
+"""The packaged MetaQA questions in kgqa's own wordings (src/kgqa/data/metaqa_reworded): they load with no data
+directory, none of them is worded with one of MetaQA's templates, and their answers are what the gold chains give."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kgqa.core import Question
+from kgqa.eval.datasets import dataset_info, dataset_names, load_dataset
+from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
+from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
+from kgqa.kg.loaders import load_into
+
+REPO = Path(__file__).resolve().parents[2]
+HOPS = (1, 2, 3)
+CHECKED_PER_HOP = 20
+
+_TOPIC_RE = re.compile(r"\[[^\[\]]+\]")
+_NON_WORD_RE = re.compile(r"[^a-z0-9{}' ]+")
+
+
+def _wording(raw: str) -> str:
+    """A question's template: the [topic] abstracted, lower case, punctuation and spacing ignored."""
+    text = _TOPIC_RE.sub("{topic}", raw).lower()
+    return " ".join(_NON_WORD_RE.sub(" ", text).split())
+
+
+def _load(hops: int) -> list[Question]:
+    return load_dataset(f"metaqa-reworded-{hops}hop")
+
+
+@pytest.fixture(scope="module")
+def metaqa_dir() -> Path:
+    path = Path(os.environ.get("KGQA_DATA_DIR", REPO / ".." / "shared" / "data")) / "metaqa"
+    if not (path / "kb.txt").is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"MetaQA data missing at {path} (set KGQA_DATA_DIR); CI must run the data tests")
+        pytest.skip("MetaQA data not found (set KGQA_DATA_DIR)")
+    return path.resolve()
+
+
+@pytest.fixture(scope="module")
+def metaqa_kg(metaqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
+    # As in test_metaqa_chains.py (fixtures there are module-local): an embedded import of kb.txt, ~0.4 s.
+    builder = EmbeddedKGBuilder(schema="generic")
+    load_into(builder, metaqa_dir / "kb.txt", "metaqa")
+    return builder.build(tmp_path_factory.mktemp("metaqa-reworded") / "kg")
+
+
+@pytest.mark.parametrize("hops", HOPS)
+def test_loads_100_questions_without_a_data_dir(monkeypatch: pytest.MonkeyPatch, hops: int) -> None:
+    monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
+    name = f"metaqa-reworded-{hops}hop"
+    assert name in dataset_names()
+    info = dataset_info(name)
+    assert info.kg == "metaqa" and info.splits == ("test",)
+    questions = _load(hops)
+    assert len(questions) == 100 == info.sizes["test"]
+    assert len({q.id for q in questions}) == 100
+    for q in questions:
+        assert len(q.topic_entities) == 1, q.id
+        assert q.metadata["qtype"] in QTYPES[hops], q.id
+        assert q.metadata["hops"] == hops
+        assert 1 <= len(q.answers) <= 200, q.id
+        assert "[" not in q.text and q.topic_entities[0].name in q.text
+    # Stratified: every type of the MetaQA test split is there (1-hop test has no imdb questions).
+    types = {q.metadata["qtype"] for q in questions}
+    assert len(types) == (11 if hops == 1 else len(QTYPES[hops]))
+    assert len(load_dataset(f"metaqa-reworded-{hops}hop", limit=7)) == 7
+
+
+def test_no_question_uses_a_metaqa_wording(metaqa_dir: Path) -> None:
+    theirs = {_wording(item["question"]) for hops in HOPS for item in iter_metaqa_questions(metaqa_dir, hops, "test")}
+    ours = {hops: [_wording(q.metadata["raw_text"]) for q in _load(hops)] for hops in HOPS}
+    assert all(w.count("{topic}") == 1 for texts in ours.values() for w in texts)
+    clashes = sorted({w for texts in ours.values() for w in texts} & theirs)
+    assert not clashes, f"worded like MetaQA: {clashes}"
+    raw_theirs = {item["question"] for hops in HOPS for item in iter_metaqa_questions(metaqa_dir, hops, "test")}
+    assert not {q.metadata["raw_text"] for hops in HOPS for q in _load(hops)} & raw_theirs
+    # Several wordings per hop, not one template per type.
+    for hops in HOPS:
+        assert len(set(ours[hops])) > len({q.metadata["qtype"] for q in _load(hops)})
+
+
+@pytest.mark.parametrize("hops", HOPS)
+def test_answers_are_the_gold_chain(metaqa_kg: EmbeddedKG, hops: int) -> None:
+    for q in _load(hops)[:CHECKED_PER_HOP]:
+        reached, truncated = run_metaqa_chain(metaqa_kg, q.topic_entities[0].id, q.metadata["qtype"])
+        assert not truncated
+        assert {a.id for a in q.answers} == reached, q.id
