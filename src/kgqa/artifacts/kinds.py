@@ -90,7 +90,7 @@ class ArtifactKind:
 
 
 #: Modules of the built-in kinds, imported on the first lookup (each registers itself).
-BUILTIN_KIND_MODULES = ("kgqa.artifacts.relation_embeddings",)
+BUILTIN_KIND_MODULES = ("kgqa.artifacts.relation_embeddings", "kgqa.artifacts.label_embeddings")
 
 
 def _discover_builtin_kinds() -> None:

@@ -22,7 +22,8 @@ def _register() -> None:
     cli.add_command(kg_group)
     # Command groups whose modules may not exist yet in a partial install are added when importable.
     for module, attr in (("kgqa.cli.eval", "eval_group"), ("kgqa.cli.ask", "ask_command"),
-                         ("kgqa.cli.methods", "methods_command"), ("kgqa.cli.artifacts", "artifacts_group")):
+                         ("kgqa.cli.methods", "methods_command"), ("kgqa.cli.artifacts", "artifacts_group"),
+                         ("kgqa.cli.train", "train_group")):
         try:
             mod = __import__(module, fromlist=[attr])
         except ModuleNotFoundError as exc:

@@ -28,11 +28,21 @@ def build_demo_kg(out_dir: Path) -> EmbeddedKG:
 
 def open_demo_kg() -> EmbeddedKG:
     """Open the demo KG, building it once per content version into ``<cache_dir>/demo-kg-<digest>``."""
-    files = demo_files()
     # The store's format version is part of the digest, so a kgqa that writes a new format builds a fresh copy.
-    content = files["triples"].read_bytes() + files["names"].read_bytes() + f"format {FORMAT_VERSION}".encode()
-    digest = hashlib.sha256(content).hexdigest()[:12]
-    target = config.cache_dir() / f"demo-kg-{digest}"
+    target = demo_kg_dir()
     if (target / META_FILE).is_file():
         return EmbeddedKG.open(target)
     return build_demo_kg(target)
+
+
+def demo_kg_dir() -> Path:
+    """Where :func:`open_demo_kg` keeps the demo KG of this kgqa version."""
+    files = demo_files()
+    content = files["triples"].read_bytes() + files["names"].read_bytes() + f"format {FORMAT_VERSION}".encode()
+    return config.cache_dir() / f"demo-kg-{hashlib.sha256(content).hexdigest()[:12]}"
+
+
+def is_demo_kg(kg: object) -> bool:
+    """Whether ``kg`` is the demo KG (an embedded KG opened from :func:`demo_kg_dir`)."""
+    directory = getattr(kg, "directory", None)
+    return directory is not None and Path(directory).resolve() == demo_kg_dir().resolve()

@@ -75,6 +75,16 @@ class MiniLMEmbedder:
                                      normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
+    def embed_tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The contextual token vectors of each text (one (tokens, dim) array per text, special tokens included):
+        what a model that reads a question word by word attends over."""
+        items = check_texts(texts)
+        if not items:
+            return []
+        out = self._model.encode(items, batch_size=self.batch_size, output_value="token_embeddings",
+                                 convert_to_numpy=False, show_progress_bar=False)
+        return [np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t, dtype=np.float32) for t in out]
+
 
 class HashingEmbedder:
     """Character 3-5-grams and words of the normalised text, hashed (crc32) into ``dim`` signed buckets."""

@@ -1,0 +1,74 @@
+"""Gold relation chains of benchmark questions, as supervision for trained scorers (``kgqa train``).
+
+Where a question's chain comes from: MetaQA's question type (``qtype`` -> :data:`kgqa.eval.metaqa_chains.QTYPE_CHAINS`);
+a ``chain`` written in the question's metadata (the demo questions); WebQSP's inferential chain (``inferential_chain``,
+outgoing relations from the topic entity). A question with none of these, or whose topic or answers have no KG ids,
+is left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgqa.core import Question
+from kgqa.errors import ConfigError, KGQAError
+from kgqa.eval.datasets import load_dataset
+from kgqa.eval.metaqa_chains import QTYPE_CHAINS
+from kgqa.kg.base import Chain, Direction, Hop, parse_chain
+from kgqa.steps.foresight.training import TrainingQuestion
+
+
+def gold_chain(question: Question) -> Chain | None:
+    """The question's gold relation chain, when its dataset gives one (see the module docstring)."""
+    meta = question.metadata
+    qtype = meta.get("qtype")
+    if isinstance(qtype, str) and qtype in QTYPE_CHAINS:
+        return QTYPE_CHAINS[qtype]
+    chain = meta.get("chain")
+    if isinstance(chain, str) and chain.strip():
+        try:
+            return parse_chain(chain)
+        except KGQAError:
+            return None
+    inferential = meta.get("inferential_chain")
+    if isinstance(inferential, list) and inferential:
+        return tuple(Hop(str(r), Direction.OUT) for r in inferential)
+    return None
+
+
+@dataclass
+class TrainingSet:
+    questions: list[TrainingQuestion] = field(default_factory=list)
+    per_dataset: dict[str, int] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def describe(self) -> dict[str, Any]:
+        return {"questions": len(self.questions), "per_dataset": dict(self.per_dataset), "skipped": dict(self.skipped)}
+
+
+def training_questions(datasets: list[str], split: str, *, data_dir: str | None = None,
+                       limit: int | None = None) -> TrainingSet:
+    """The questions of ``datasets`` / ``split`` that have a gold chain, as :class:`TrainingQuestion` (``limit`` per
+    dataset)."""
+    out = TrainingSet()
+    for name in datasets:
+        count = 0
+        for question in load_dataset(name, split=split, data_dir=data_dir, limit=limit):
+            chain = gold_chain(question)
+            if chain is None:
+                out.skipped["no gold chain"] += 1
+                continue
+            answers = frozenset(a.id or a.name for a in question.answers)
+            topics = tuple(question.topic_ids)
+            if not topics or not answers:
+                out.skipped["no topic or no answers"] += 1
+                continue
+            out.questions.append(TrainingQuestion(question.text, topics, chain, answers, source=question.id))
+            count += 1
+        out.per_dataset[name] = count
+        if count == 0:
+            raise ConfigError(f"dataset {name!r} ({split}) has no question with a gold relation chain kgqa can read "
+                              "(MetaQA question types, a 'chain' in the question, or WebQSP's inferential chain)")
+    return out

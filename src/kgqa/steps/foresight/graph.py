@@ -1,0 +1,279 @@
+"""Foresight subgraph expansion (FoG, Sec. 3.1): a layered BFS from the seeds that scores every incident triple of the
+frontier and keeps those above ``tau_e``, with every kept edge oriented from its far node to its near node (toward the
+seeds), so feedback propagation can run far to near; and the readings of the result: potential subgraph, simple paths
+from the seeds, and answer ranking.
+
+Two orientations:
+
+* ``shortest`` (the paper): a node is an entity; its distance is the BFS layer that first reached it; an edge is kept
+  only from distance d to d+1 (edges back toward the seeds or within a layer are dropped, and counted).
+* ``layered`` (kgqa's default): the BFS is unrolled, so an entity reached at two depths is two nodes ((entity, depth)),
+  oriented the same way. On a tree both agree; on MetaQA's 3-hop chains the unrolled form keeps walks such as
+  movie -> actor -> other movie -> actor, whose answers may lie at distance 1 from the topic and which a
+  shortest-distance DAG cannot reach. The seeds themselves are never re-entered.
+
+Hubs: an entity's neighbours through one (relation, direction) are cut to ``fanout`` (``seed_fanout`` at the seeds,
+where the neighbours are often the answers: "movies tagged bd-r"), and a layer's frontier to ``max_frontier`` nodes
+(the best-scored first); ``cut`` counts every triple and node left out, so a run reports what the caps cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from kgqa.kg.base import Direction, KnowledgeGraph
+
+Triple = tuple[str, str, str]
+Orientation = Literal["layered", "shortest"]
+#: score_batch(triples, layers, backward) -> (scores in [0, 1], payload indexable by row numbers)
+ScoreBatch = Callable[[list[Triple], np.ndarray, np.ndarray], tuple[np.ndarray, Any]]
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Fan-out caps at hub entities (see the module docstring)."""
+
+    seed_fanout: int = 2000
+    fanout: int = 200
+    max_frontier: int = 500
+    #: neighbours fetched per (entity, relation) to count what a cap cuts (beyond this the count is a lower bound)
+    count_limit: int = 20000
+
+
+@dataclass
+class ExpandedGraph:
+    """The oriented expanded subgraph G^xpd: nodes with their depth, edges far -> near with their triple and scores."""
+
+    seeds: list[str]
+    orientation: Orientation
+    node_entity: list[str] = field(default_factory=list)
+    node_depth: list[int] = field(default_factory=list)
+    triples: list[Triple] = field(default_factory=list)
+    near: list[int] = field(default_factory=list)
+    far: list[int] = field(default_factory=list)
+    backward: list[bool] = field(default_factory=list)  # the walk crosses the triple tail -> head
+    initial: list[float] = field(default_factory=list)  # s_t at expansion (node states zero)
+    scores: list[float] = field(default_factory=list)  # s_t after propagation (= initial until propagated)
+    payloads: list[tuple[Any, np.ndarray]] = field(default_factory=list)  # (scorer payload, kept rows) per batch
+    scored: int = 0  # candidate triples scored
+    cut: dict[str, int] = field(default_factory=dict)
+    _index: dict[Any, int] = field(default_factory=dict)
+
+    def node(self, entity: str, depth: int) -> int:
+        key = (entity, depth) if self.orientation == "layered" else entity
+        found = self._index.get(key)
+        if found is None:
+            found = self._index[key] = len(self.node_entity)
+            self.node_entity.append(entity)
+            self.node_depth.append(depth)
+        return found
+
+    def find(self, entity: str, depth: int) -> int | None:
+        return self._index.get((entity, depth) if self.orientation == "layered" else entity)
+
+    @property
+    def layers(self) -> list[int]:
+        """The layer of each edge (its far node's depth)."""
+        return [self.node_depth[f] for f in self.far]
+
+    def head_tail_nodes(self) -> tuple[list[int], list[int]]:
+        """The node of each edge's subject and object (near/far swapped where the walk goes backward)."""
+        heads = [f if b else n for n, f, b in zip(self.near, self.far, self.backward, strict=True)]
+        tails = [n if b else f for n, f, b in zip(self.near, self.far, self.backward, strict=True)]
+        return heads, tails
+
+    def count(self, what: str, n: int = 1) -> None:
+        if n:
+            self.cut[what] = self.cut.get(what, 0) + n
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+
+def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *, hops: int = 3, tau_e: float = 0.1,
+           orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
+           filter_scores: bool = True) -> ExpandedGraph:
+    """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
+    (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (absorbed into memory
+    or rejected by the memory manager) are never expanded."""
+    graph = ExpandedGraph(seeds=list(dict.fromkeys(seeds)), orientation=orientation)
+    seed_set = set(graph.seeds)
+    frontier = [graph.node(s, 0) for s in graph.seeds]
+    frontier_score = dict.fromkeys(frontier, 1.0)
+    skip_set = set(skip)
+    for depth in range(1, hops + 1):
+        if not frontier:
+            break
+        if len(frontier) > caps.max_frontier:
+            ranked = sorted(frontier, key=lambda n: -frontier_score.get(n, 0.0))
+            graph.count("frontier_nodes", len(frontier) - caps.max_frontier)
+            frontier = ranked[:caps.max_frontier]
+        candidates = _incident(kg, graph, frontier, depth, caps, skip_set, seed_set)
+        if not candidates:
+            break
+        triples = [c[0] for c in candidates]
+        layers = np.full(len(candidates), depth, dtype=np.int64)
+        backward = np.fromiter((c[2] for c in candidates), dtype=bool, count=len(candidates))
+        scores, payload = score_batch(triples, layers, backward)
+        graph.scored += len(candidates)
+        keep = np.flatnonzero(scores > tau_e) if filter_scores else np.arange(len(candidates))
+        graph.count("below_tau_e", len(candidates) - len(keep))
+        kept_rows: list[int] = []
+        next_frontier: dict[int, float] = {}
+        for row in keep.tolist():
+            triple, near, back = candidates[row]
+            other = triple[0] if back else triple[2]
+            if orientation == "shortest":
+                known = graph.find(other, depth)
+                if known is not None and graph.node_depth[known] < depth:
+                    graph.count("not_away_from_seeds")  # would point away from the seeds: not an oriented edge
+                    continue
+            far = graph.node(other, depth)
+            graph.triples.append(triple)
+            graph.near.append(near)
+            graph.far.append(far)
+            graph.backward.append(back)
+            graph.initial.append(float(scores[row]))
+            kept_rows.append(row)
+            next_frontier[far] = max(next_frontier.get(far, 0.0), float(scores[row]) * frontier_score.get(near, 1.0))
+        graph.payloads.append((payload, np.asarray(kept_rows, dtype=np.int64)))
+        frontier, frontier_score = list(next_frontier), next_frontier
+    graph.scores = list(graph.initial)
+    return graph
+
+
+def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], depth: int, caps: Caps,
+              skip: set[Triple], seeds: set[str]) -> list[tuple[Triple, int, bool]]:
+    """Every (triple, near node, backward) incident to the frontier, hubs cut, seeds and skipped triples left out."""
+    by_pair: dict[tuple[str, Direction], list[int]] = {}
+    for node in frontier:
+        entity = graph.node_entity[node]
+        for direction in (Direction.OUT, Direction.IN):
+            for relation in kg.relations(entity, direction):
+                by_pair.setdefault((relation, direction), []).append(node)
+    cap = caps.seed_fanout if depth == 1 else caps.fanout
+    out: list[tuple[Triple, int, bool]] = []
+    for (relation, direction), nodes in by_pair.items():
+        entities = [graph.node_entity[n] for n in nodes]
+        found = kg.neighbors_many(entities, relation, direction, limit_per_entity=max(cap, caps.count_limit))
+        back = direction is Direction.IN
+        for node, entity in zip(nodes, entities, strict=True):
+            others = found.get(entity, [])
+            if len(others) > cap:
+                graph.count("fanout_triples", len(others) - cap)
+                others = others[:cap]
+            for other in others:
+                if other in seeds:
+                    continue
+                triple = (other, relation, entity) if back else (entity, relation, other)
+                if triple in skip:
+                    graph.count("skipped_memory")
+                    continue
+                out.append((triple, node, back))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Reading the propagated graph
+
+
+@dataclass(frozen=True)
+class Path:
+    """A walk from a seed along oriented edges (edge indices), its score (the product of its edges' s_t)."""
+
+    edges: tuple[int, ...]
+    score: float
+    end: int  # node
+
+
+def simple_paths(graph: ExpandedGraph, edges: Collection[int], *, max_paths: int = 20000) -> list[Path]:
+    """Every path from a seed through ``edges`` (near -> far, one layer at a time) that never revisits an entity."""
+    children: dict[int, list[int]] = {}
+    for e in edges:
+        children.setdefault(graph.near[e], []).append(e)
+    paths: list[Path] = []
+    stack: list[tuple[int, tuple[int, ...], float, frozenset[str]]] = [
+        (graph.find(s, 0), (), 1.0, frozenset([s])) for s in graph.seeds if graph.find(s, 0) is not None]  # type: ignore[misc]
+    while stack and len(paths) < max_paths:
+        node, walked, score, seen = stack.pop()
+        for e in children.get(node, ()):
+            far = graph.far[e]
+            entity = graph.node_entity[far]
+            if entity in seen:
+                continue
+            path = (*walked, e)
+            value = score * graph.scores[e]
+            paths.append(Path(path, value, far))
+            stack.append((far, path, value, seen | {entity}))
+    return paths
+
+
+@dataclass(frozen=True)
+class RankedAnswer:
+    entity: str
+    score: float
+    support: int  # simple paths of the answer's pattern ending at it
+    path: Path
+    pattern: tuple[tuple[str, bool], ...]  # (relation, backward) per hop of its best path
+
+
+def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_paths: int = 20000,
+                 by_support: bool = True,
+                 answerable: Callable[[list[str]], set[str]] | None = None) -> tuple[list[RankedAnswer], list[int]]:
+    """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
+    whole re-scored subgraph, so a question always gets the graph's best reading).
+
+    A path's answer score is its score times (1 - its end's best continuation score), so an entity a relevant edge
+    leads on from is an intermediate, not an answer. The best-scoring path gives the answer *pattern* (its relations
+    and directions); the answers are the entities that pattern reaches with a score of at least ``ratio`` times the best,
+    ranked by support (how many simple paths of the pattern reach them: an answer reached through several films outranks
+    one reached through a single, possibly merged, film) and then score. ``answerable`` says which entities may be
+    answers (kgqa: named nodes and literals, never a nameless mediator). Returns (answers, potential edge indices).
+    """
+    potential = [e for e, s in enumerate(graph.scores) if s > tau_p]
+    ranked = _rank_over(graph, potential, ratio, max_paths, by_support, answerable)
+    if not ranked:  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
+        ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable)
+    return ranked, potential
+
+
+def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
+               answerable: Callable[[list[str]], set[str]] | None) -> list[RankedAnswer]:
+    paths = simple_paths(graph, potential, max_paths=max_paths)
+    if not paths:
+        return []
+    continuation: dict[int, float] = {}
+    for e in potential:
+        continuation[graph.near[e]] = max(continuation.get(graph.near[e], 0.0), graph.scores[e])
+    seeds = set(graph.seeds)
+
+    def pattern(path: Path) -> tuple[tuple[str, bool], ...]:
+        return tuple((graph.triples[e][1], graph.backward[e]) for e in path.edges)
+
+    ends = {graph.node_entity[p.end] for p in paths} - seeds
+    allowed = answerable(sorted(ends)) if answerable is not None else ends
+    scored = [(p.score * (1.0 - continuation.get(p.end, 0.0)), p) for p in paths
+              if graph.node_entity[p.end] in allowed]
+    if not scored:
+        return []
+    best_value, best_path = max(scored, key=lambda item: item[0])
+    best_pattern = pattern(best_path)
+    per_entity: dict[str, tuple[float, int, Path]] = {}
+    for value, path in scored:
+        if pattern(path) != best_pattern or value < ratio * best_value:
+            continue
+        entity = graph.node_entity[path.end]
+        held = per_entity.get(entity)
+        if held is None:
+            per_entity[entity] = (value, 1, path)
+        else:
+            per_entity[entity] = (max(held[0], value), held[1] + 1, path if value > held[0] else held[2])
+    ranked = [RankedAnswer(entity, value, support, path, best_pattern)
+              for entity, (value, support, path) in per_entity.items()]
+    key = (lambda a: (-a.support, -a.score, a.entity)) if by_support else (lambda a: (-a.score, a.entity))
+    ranked.sort(key=key)
+    return ranked

@@ -1,0 +1,478 @@
+"""Training the foresight scorer (FoG, appendix "Training Evidence" / "Objective and Optimization").
+
+Supervision is triple-level. For each training question (its text, topic entities, gold relation chain and gold answers)
+the chain is walked on the KG layer by layer (the topic never re-entered, as MetaQA's answers never contain it); the
+triples on walks that end at a gold answer are the positives ``T_pos`` (each with its layer and direction); negatives are
+sampled from the one-hop neighbourhoods of the path's nodes, the answers' included (so "go on past the answer" is a
+negative), ``kappa`` = 10 per positive, spread evenly over (layer, relation, direction) groups so a hub's thousand
+same-relation edges do not drown the rest. Loss: binary cross-entropy. Optimiser: AdamW (lr, betas, weight decay as
+given; the paper's 1e-5 / 0.9, 0.999 / 1e-3, no warm-up or decay), dropout 0.1.
+
+Two phases, both seeded:
+
+1. **Scorer** (``epochs``): the triple encoder and scorer on the sampled triples, node states zero (as at expansion).
+2. **Propagation** (``propagation_epochs``): for ``propagation_questions`` questions the expanded subgraph is built
+   with the phase-1 scorer (tau_e), every edge labelled by the gold walk; the propagation layers and the scoring MLP
+   learn to re-score every edge (the encoder frozen, its z_t computed once), the loss over both the re-scored and the
+   zero-state scores so expansion keeps its calibration.
+
+A part of the questions (``validation_share``) is held out of both phases: the validation loss picks the best epoch
+(early stopping with ``patience``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kgqa.kg.base import Chain, Direction, KnowledgeGraph
+from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand
+from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors, _torch
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TrainingQuestion:
+    """One supervised question: text, topic entity ids, gold relation chain, gold answer ids."""
+
+    text: str
+    topics: tuple[str, ...]
+    chain: Chain
+    answers: frozenset[str]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    lr: float = 1e-5
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 1e-3
+    epochs: int = 5
+    batch_size: int = 256
+    kappa: int = 10
+    max_positives_per_layer: int = 2
+    neighbour_limit: int = 60
+    validation_share: float = 0.05
+    patience: int = 2
+    propagation_questions: int = 3000
+    propagation_epochs: int = 5
+    propagation_lr: float | None = None
+    graph_batch: int = 16
+    tau_e: float = 0.1
+    hops: int = 3
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GoldWalk:
+    """The layered positives of one question: (triple, layer, backward) on walks to a gold answer."""
+
+    positives: set[tuple[Triple, int, bool]]
+    path_nodes: dict[int, set[str]]  # depth -> entities on gold walks at that depth
+    reached: bool
+
+
+def gold_walk(kg: KnowledgeGraph, question: TrainingQuestion, *, limit: int = 100_000) -> GoldWalk:
+    """Walk the gold chain from the topics (the topics never re-entered) and keep the edges on walks to a gold answer."""
+    topics = set(question.topics)
+    frontier = [t for t in question.topics if kg.has_entity(t)]
+    layers: list[list[tuple[str, str, Triple, bool]]] = []
+    for hop in question.chain:
+        back = hop.direction is Direction.IN
+        found = kg.neighbors_many(frontier, hop.relation, hop.direction, limit_per_entity=limit) if frontier else {}
+        edges = []
+        for near, others in found.items():
+            for far in others:
+                if far in topics:
+                    continue
+                edges.append((near, far, (far, hop.relation, near) if back else (near, hop.relation, far), back))
+        layers.append(edges)
+        frontier = list(dict.fromkeys(far for _, far, _, _ in edges))
+    alive = set(frontier) & question.answers
+    positives: set[tuple[Triple, int, bool]] = set()
+    path_nodes: dict[int, set[str]] = {len(layers): set(alive)}
+    for depth in range(len(layers), 0, -1):
+        keep = [(near, far, triple, back) for near, far, triple, back in layers[depth - 1] if far in alive]
+        positives.update((triple, depth, back) for _, _, triple, back in keep)
+        alive = {near for near, _, _, _ in keep}
+        path_nodes[depth - 1] = set(alive)
+    return GoldWalk(positives, path_nodes, bool(positives))
+
+
+def _neighbourhood(kg: KnowledgeGraph, entity: str, depth: int, seeds: set[str], limit: int,
+                   rng: random.Random) -> list[tuple[Triple, int, bool]]:
+    out = []
+    for direction in (Direction.OUT, Direction.IN):
+        back = direction is Direction.IN
+        for relation in kg.relations(entity, direction):
+            others = kg.neighbors(entity, relation, direction, limit=limit * 4)
+            if len(others) > limit:
+                others = rng.sample(others, limit)
+            for other in others:
+                if other in seeds:
+                    continue
+                out.append(((other, relation, entity) if back else (entity, relation, other), depth + 1, back))
+    return out
+
+
+@dataclass
+class Example:
+    triple: Triple
+    layer: int
+    backward: bool
+    question: int
+    label: float
+
+
+def sample_examples(kg: KnowledgeGraph, question: TrainingQuestion, index: int, walk: GoldWalk,
+                    settings: TrainSettings, rng: random.Random) -> list[Example]:
+    """The question's positives (at most ``max_positives_per_layer`` per layer) and ``kappa`` negatives per positive
+    from the one-hop neighbourhoods of its gold walks (round-robin over (layer, relation, direction) groups)."""
+    by_layer: dict[int, list[tuple[Triple, int, bool]]] = {}
+    for item in sorted(walk.positives):
+        by_layer.setdefault(item[1], []).append(item)
+    positives = []
+    for items in by_layer.values():
+        positives.extend(rng.sample(items, min(len(items), settings.max_positives_per_layer)))
+    seeds = set(question.topics)
+    groups: dict[tuple[int, str, bool], list[tuple[Triple, int, bool]]] = {}
+    for depth, nodes in walk.path_nodes.items():
+        if depth >= settings.hops + 1:
+            continue
+        chosen = sorted(nodes)
+        if len(chosen) > 8:
+            chosen = rng.sample(chosen, 8)
+        for entity in chosen:
+            for item in _neighbourhood(kg, entity, depth, seeds, settings.neighbour_limit, rng):
+                if item not in walk.positives:
+                    groups.setdefault((item[1], item[0][1], item[2]), []).append(item)
+    wanted = settings.kappa * len(positives)
+    negatives: list[tuple[Triple, int, bool]] = []
+    keys = sorted(groups)
+    rng.shuffle(keys)
+    while keys and len(negatives) < wanted:
+        for key in list(keys):
+            pool = groups[key]
+            if not pool:
+                keys.remove(key)
+                continue
+            negatives.append(pool.pop(rng.randrange(len(pool))))
+            if len(negatives) >= wanted:
+                break
+    return [Example(t, d, b, index, 1.0) for t, d, b in positives] + \
+        [Example(t, d, b, index, 0.0) for t, d, b in negatives]
+
+
+@dataclass
+class TrainResult:
+    scorer: ForesightScorer
+    history: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _bce(torch: Any, logits: Any, labels: Any) -> Any:
+    return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+
+
+def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labels: LabelVectors, *,
+                 settings: TrainSettings = TrainSettings(), net_spec: Any = None, encoder: str = "minilm",
+                 progress: Progress | None = None, bar: bool = False) -> TrainResult:
+    """Train a foresight scorer on ``questions`` over ``kg`` (see the module docstring)."""
+    torch = _torch()
+    from kgqa.steps.foresight.model import ForesightNet, NetSpec
+
+    say = progress or (lambda _m: None)
+    started = time.perf_counter()
+    rng = random.Random(settings.seed)
+    torch.manual_seed(settings.seed)
+    order = list(range(len(questions)))
+    rng.shuffle(order)
+    n_val = max(1, round(settings.validation_share * len(order))) if settings.validation_share > 0 and len(order) > 1 \
+        else 0
+    val_ids, train_ids = set(order[:n_val]), order[n_val:]
+
+    # -- examples ----------------------------------------------------------------------------------------------------
+    say(f"gold walks and sampled triples for {len(questions)} questions")
+    walks: dict[int, GoldWalk] = {}
+    examples: list[Example] = []
+    unreached = 0
+    iterator: Any = range(len(questions))
+    if bar:
+        from tqdm import tqdm
+
+        iterator = tqdm(iterator, desc="examples", unit="q", mininterval=2.0)
+    for i in iterator:
+        walk = gold_walk(kg, questions[i])
+        walks[i] = walk
+        if not walk.reached:
+            unreached += 1
+            continue
+        examples.extend(sample_examples(kg, questions[i], i, walk, settings, rng))
+    train_ex = [e for e in examples if e.question not in val_ids]
+    val_ex = [e for e in examples if e.question in val_ids]
+    say(f"{len(train_ex)} training and {len(val_ex)} validation triples "
+        f"({sum(e.label for e in examples):.0f} positive); {unreached} questions whose chain reaches no gold answer")
+
+    say("question token vectors")
+    q_tokens, q_mask = labels.tokens([q.text for q in questions])
+    # float16 at rest (MetaQA dev: 39k questions x ~20 tokens), float32 per batch
+    q_store = torch.from_numpy(q_tokens.astype(np.float16)).unsqueeze(1)
+    q_pad = torch.from_numpy(q_mask).unsqueeze(1)
+    tensors = {name: _example_tensors(torch, labels, ex) for name, ex in (("train", train_ex), ("val", val_ex))}
+
+    spec = net_spec or NetSpec(input_dim=labels.dim)
+    net = ForesightNet(spec)
+    optimiser = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=settings.betas,
+                                  weight_decay=settings.weight_decay)
+    history: list[dict[str, Any]] = []
+
+    def run_epoch(data: dict[str, Any], train: bool) -> dict[str, float]:
+        net.train(train)
+        n = int(data["label"].shape[0])
+        perm = torch.randperm(n) if train else torch.arange(n)
+        total, correct, seen = 0.0, 0, 0
+        steps: Any = range(0, n, settings.batch_size)
+        if bar and train:
+            from tqdm import tqdm
+
+            steps = tqdm(steps, desc="scorer epoch", unit="batch", mininterval=2.0, leave=False)
+        for lo in steps:
+            idx = perm[lo:lo + settings.batch_size]
+            with torch.set_grad_enabled(train):
+                rows = data["question"][idx]
+                vectors = data["vectors"]
+                z = net.encode(vectors[data["head"][idx]], vectors[data["rel"][idx]], vectors[data["tail"][idx]],
+                               data["layer"][idx],
+                               data["back"][idx], q_store[rows].float(), q_pad[rows], torch.arange(len(idx)))
+                logits = net.score(z)
+                loss = _bce(torch, logits, data["label"][idx])
+            if train:
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+            total += float(loss.detach()) * len(idx)
+            correct += int(((logits > 0).float() == data["label"][idx]).sum())
+            seen += len(idx)
+        return {"loss": total / max(seen, 1), "accuracy": correct / max(seen, 1)}
+
+    best_state, best_val, stale = copy.deepcopy(net.state_dict()), math.inf, 0
+    for epoch in range(1, settings.epochs + 1):
+        t0 = time.perf_counter()
+        train_m = run_epoch(tensors["train"], True)
+        val_m = run_epoch(tensors["val"], False) if len(val_ex) else {"loss": math.nan, "accuracy": math.nan}
+        row = {"phase": "scorer", "epoch": epoch, "train_loss": train_m["loss"], "val_loss": val_m["loss"],
+               "val_accuracy": val_m["accuracy"], "seconds": time.perf_counter() - t0}
+        history.append(row)
+        say(f"scorer epoch {epoch}: train loss {train_m['loss']:.4f}, validation loss {val_m['loss']:.4f}, "
+            f"validation accuracy {val_m['accuracy']:.4f} ({row['seconds']:.0f} s)")
+        if not len(val_ex) or val_m["loss"] < best_val - 1e-5:
+            best_val, stale = val_m["loss"], 0
+            best_state = copy.deepcopy(net.state_dict())
+        else:
+            stale += 1
+            if stale >= settings.patience:
+                say(f"early stop after epoch {epoch}")
+                break
+    net.load_state_dict(best_state)
+    meta = {"encoder": encoder, "settings": settings.to_dict()}
+    scorer = ForesightScorer(net, meta)
+
+    # -- phase 2: propagation ----------------------------------------------------------------------------------------
+    prop_summary: dict[str, Any] = {}
+    if settings.propagation_epochs > 0 and spec.propagation_layers > 0 and settings.propagation_questions > 0:
+        prop_summary = _train_propagation(torch, kg, questions, walks, labels, scorer, train_ids, sorted(val_ids),
+                                          settings, history, say, bar, rng)
+    net.eval()
+    summary = {"questions": len(questions), "validation_questions": len(val_ids), "unreached": unreached,
+               "train_triples": len(train_ex), "validation_triples": len(val_ex),
+               "positives": int(sum(e.label for e in examples)), "best_scorer_val_loss": best_val,
+               "propagation": prop_summary, "seconds": time.perf_counter() - started,
+               "validation_ids": sorted(val_ids)}
+    return TrainResult(scorer, history, summary)
+
+
+def _example_tensors(torch: Any, labels: LabelVectors, examples: list[Example]) -> dict[str, Any]:
+    """The examples as index tensors into one matrix of the distinct labels they use (``vectors``): 1.3M MetaQA
+    triples would take 6 GB as three float vectors each, their distinct labels take 60 MB."""
+    entities = sorted({e.triple[0] for e in examples} | {e.triple[2] for e in examples})
+    relations = sorted({e.triple[1] for e in examples})
+    row = {entity: i for i, entity in enumerate(entities)}
+    rel_row = {relation: len(entities) + i for i, relation in enumerate(relations)}
+    vectors = np.concatenate([labels.entities(entities) if entities else np.zeros((0, labels.dim), np.float32),
+                              labels.relations(relations) if relations else np.zeros((0, labels.dim), np.float32)])
+    return {
+        "vectors": torch.from_numpy(vectors),
+        "head": torch.tensor([row[e.triple[0]] for e in examples], dtype=torch.long),
+        "rel": torch.tensor([rel_row[e.triple[1]] for e in examples], dtype=torch.long),
+        "tail": torch.tensor([row[e.triple[2]] for e in examples], dtype=torch.long),
+        "layer": torch.tensor([e.layer for e in examples], dtype=torch.long),
+        "back": torch.tensor([int(e.backward) for e in examples], dtype=torch.long),
+        "question": torch.tensor([e.question for e in examples], dtype=torch.long),
+        "label": torch.tensor([e.label for e in examples], dtype=torch.float32),
+    }
+
+
+@dataclass
+class _Graph:
+    z: Any
+    near: Any
+    far: Any
+    depth: Any
+    heads: Any
+    tails: Any
+    labels: Any
+    nodes: int
+
+
+def _labelled_graph(torch: Any, kg: KnowledgeGraph, question: TrainingQuestion, walk: GoldWalk, labels: LabelVectors,
+                    scorer: ForesightScorer, settings: TrainSettings) -> _Graph | None:
+    qv = scorer.questions(labels, [question.text])
+    graph: ExpandedGraph = expand(kg, question.topics, scorer.scorer_for(labels, qv), hops=settings.hops,
+                                  tau_e=settings.tau_e, caps=Caps())
+    if not len(graph):
+        return None
+    z = torch.cat([p[torch.from_numpy(r)] for p, r in graph.payloads if len(r)])
+    layers = graph.layers
+    y = [1.0 if (t, d, b) in walk.positives else 0.0
+         for t, d, b in zip(graph.triples, layers, graph.backward, strict=True)]
+    heads, tails = graph.head_tail_nodes()
+    return _Graph(z.detach(), torch.tensor(graph.near), torch.tensor(graph.far), torch.tensor(layers),
+                  torch.tensor(heads), torch.tensor(tails), torch.tensor(y), len(graph.node_entity))
+
+
+def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], walks: dict[int, GoldWalk],
+                       labels: LabelVectors, scorer: ForesightScorer, train_ids: list[int], val_ids: list[int],
+                       settings: TrainSettings, history: list[dict[str, Any]], say: Progress, bar: bool,
+                       rng: random.Random) -> dict[str, Any]:
+    net = scorer.net
+    reached_train = [i for i in train_ids if walks[i].reached]
+    reached_val = [i for i in val_ids if walks[i].reached]
+    n_val = min(len(reached_val), max(50, settings.propagation_questions // 10))
+    chosen = rng.sample(reached_train, min(len(reached_train), settings.propagation_questions))
+    chosen_val = reached_val[:n_val]
+    say(f"expanding {len(chosen)} training and {len(chosen_val)} validation subgraphs with the phase-1 scorer")
+    net.eval()
+    build: Any = chosen + chosen_val
+    if bar:
+        from tqdm import tqdm
+
+        build = tqdm(build, desc="subgraphs", unit="q", mininterval=2.0)
+    graphs: dict[int, _Graph] = {}
+    for i in build:
+        g = _labelled_graph(torch, kg, questions[i], walks[i], labels, scorer, settings)
+        if g is not None and float(g.labels.sum()) > 0:
+            graphs[i] = g
+    train_graphs = [graphs[i] for i in chosen if i in graphs]
+    val_graphs = [graphs[i] for i in chosen_val if i in graphs]
+    edges = sum(int(g.labels.shape[0]) for g in train_graphs)
+    say(f"{len(train_graphs)} training subgraphs ({edges} edges), {len(val_graphs)} validation subgraphs")
+    trainable = [p for name, p in net.named_parameters()
+                 if name.startswith(("message", "attend", "phi", "head"))]
+    optimiser = torch.optim.AdamW(trainable, lr=settings.propagation_lr or settings.lr, betas=settings.betas,
+                                  weight_decay=settings.weight_decay)
+
+    def batch_loss(batch: list[_Graph]) -> tuple[Any, Any, Any]:
+        offset, parts = 0, {k: [] for k in ("z", "near", "far", "depth", "heads", "tails", "labels")}
+        for g in batch:
+            parts["z"].append(g.z)
+            parts["depth"].append(g.depth)
+            parts["labels"].append(g.labels)
+            for key in ("near", "far", "heads", "tails"):
+                parts[key].append(getattr(g, key) + offset)
+            offset += g.nodes
+        cat = {k: torch.cat(v) for k, v in parts.items()}
+        h = net.propagate(cat["z"], cat["near"], cat["far"], cat["depth"], offset)
+        logits = net.rescore(cat["z"], cat["heads"], cat["tails"], h)
+        initial = net.score(cat["z"])
+        loss = _bce(torch, logits, cat["labels"]) + _bce(torch, initial, cat["labels"])
+        return loss, logits, cat["labels"]
+
+    def evaluate(graph_list: list[_Graph]) -> dict[str, float]:
+        net.eval()
+        total, n, right = 0.0, 0, 0
+        with torch.no_grad():
+            for lo in range(0, len(graph_list), settings.graph_batch):
+                loss, logits, y = batch_loss(graph_list[lo:lo + settings.graph_batch])
+                total += float(loss) * len(y)
+                n += len(y)
+                right += int(((logits > 0).float() == y).sum())
+        return {"loss": total / max(n, 1), "accuracy": right / max(n, 1)}
+
+    before = evaluate(val_graphs) if val_graphs else {}
+    best_state, best_val, stale = copy.deepcopy(net.state_dict()), before.get("loss", math.inf), 0
+    for epoch in range(1, settings.propagation_epochs + 1):
+        t0 = time.perf_counter()
+        net.train()
+        order = list(range(len(train_graphs)))
+        rng.shuffle(order)
+        total, n = 0.0, 0
+        for lo in range(0, len(order), settings.graph_batch):
+            batch = [train_graphs[i] for i in order[lo:lo + settings.graph_batch]]
+            loss, _, y = batch_loss(batch)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(y)
+            n += len(y)
+        val_m = evaluate(val_graphs) if val_graphs else {"loss": math.nan, "accuracy": math.nan}
+        row = {"phase": "propagation", "epoch": epoch, "train_loss": total / max(n, 1), "val_loss": val_m["loss"],
+               "val_accuracy": val_m["accuracy"], "seconds": time.perf_counter() - t0}
+        history.append(row)
+        say(f"propagation epoch {epoch}: train loss {row['train_loss']:.4f}, validation loss {val_m['loss']:.4f}, "
+            f"validation accuracy {val_m['accuracy']:.4f} ({row['seconds']:.0f} s)")
+        if not val_graphs or val_m["loss"] < best_val - 1e-5:
+            best_val, stale = val_m["loss"], 0
+            best_state = copy.deepcopy(net.state_dict())
+        else:
+            stale += 1
+            if stale >= settings.patience:
+                say(f"early stop after propagation epoch {epoch}")
+                break
+    net.load_state_dict(best_state)
+    net.eval()
+    return {"train_graphs": len(train_graphs), "validation_graphs": len(val_graphs), "train_edges": edges,
+            "val_loss_before": before.get("loss"), "val_loss_best": best_val}
+
+
+def answer_set_metrics(predicted: Sequence[str], gold: set[str]) -> dict[str, float]:
+    """hit, Hits@1 and F1 of a ranked prediction against a gold set (validation during development)."""
+    if not predicted:
+        return {"hit": 0.0, "hits1": 0.0, "f1": 0.0}
+    pset = set(predicted)
+    inter = len(pset & gold)
+    precision, recall = inter / len(pset), inter / max(len(gold), 1)
+    f1 = 0.0 if inter == 0 else 2 * precision * recall / (precision + recall)
+    return {"hit": float(inter > 0), "hits1": float(predicted[0] in gold), "f1": f1}
+
+
+def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelVectors, ids: Sequence[int],
+                     questions: Sequence[TrainingQuestion], *, limit: int = 300, tau_e: float = 0.1,
+                     tau_p: float = 0.7, hops: int = 3) -> dict[str, Any]:
+    """Graph-mode answers for (at most ``limit`` of) the held-out questions: hit, Hits@1, F1 in percent."""
+    from kgqa.steps.foresight.graph import rank_answers
+
+    chosen = list(ids)[:limit]
+    totals = {"hit": 0.0, "hits1": 0.0, "f1": 0.0}
+    started = time.perf_counter()
+    for i in chosen:
+        q = questions[i]
+        graph = expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])), hops=hops,
+                       tau_e=tau_e)
+        scorer.propagate(graph)
+        ranked, _ = rank_answers(graph, tau_p)
+        for key, value in answer_set_metrics([a.entity for a in ranked], set(q.answers)).items():
+            totals[key] += value
+    n = max(len(chosen), 1)
+    return {**{k: 100 * v / n for k, v in totals.items()}, "questions": len(chosen),
+            "seconds_per_question": (time.perf_counter() - started) / n}

@@ -1,0 +1,290 @@
+"""FoG on the kit's movie KG with a real (tiny) foresight scorer trained in the test: the memory manager's rules (copied
+triples absorbed, the rest masked for good, invented triples dropped and counted, answers copied from memory or dropped),
+its call budget and its fallback; graph mode without any LLM; a bad scorer directory.
+
+Only the LLM is scripted (a :class:`PolicyModel` reading the rendered prompts). The scorer is trained for a second on
+five kit questions with the hashing embedder: it is not meant to be good, so the memory tests show the manager every
+expanded triple (``tau_e = tau_p = 0``) and read which ones it was shown from the prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgqa.cli import main
+from kgqa.errors import ConfigError
+from kgqa.kg.base import parse_chain
+from kgqa.kg.embedded import EmbeddedKG
+from kgqa.methods import solve
+from kgqa.methods.fog import FoG
+from kgqa.steps.foresight.model import ForesightNet, NetSpec
+from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
+from kgqa.steps.foresight.training import TrainingQuestion, TrainSettings, train_scorer
+from kgqa.testing import Prompt, by_step, context, offline_embedder, question, shared_movie_kg
+
+ENCODER = "hash:64"
+NOLAN = ("m.nolan", "Christopher Nolan")
+FILMS_OF_NOLAN = "Which films did Christopher Nolan direct?"
+INVENTED = "(Nobody, directed_by, Noone)"
+# every triple one hop from m.nolan, as the memory manager is shown them
+NOLAN_HOP1 = {
+    "(Christopher Nolan, film.director.film, Inception)", "(Christopher Nolan, film.director.film, Interstellar)",
+    "(Christopher Nolan, film.director.film, Memento)", "(Inception, film.film.directed_by, Christopher Nolan)",
+    "(Interstellar, film.film.directed_by, Christopher Nolan)", "(Memento, film.film.directed_by, Christopher Nolan)",
+    "(Christopher Nolan, people.person.nationality, United Kingdom)",
+    "(Christopher Nolan, award.award_winner.awards_won, m.cvt_award)",
+}
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny tensors: one thread is fastest, and spares a busy machine the threads' spin-waits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def kg() -> EmbeddedKG:
+    return shared_movie_kg()
+
+
+@pytest.fixture(scope="module")
+def scorer_dir(kg: EmbeddedKG, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scorer trained by ``train_scorer`` on five kit questions (hashing embedder, hidden 16), saved as
+    ``kgqa train fog`` saves one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    questions = [
+        TrainingQuestion(FILMS_OF_NOLAN, ("m.nolan",), parse_chain("film.director.film"),
+                         frozenset({"m.inception", "m.interstellar", "m.memento"})),
+        TrainingQuestion("Who directed Shutter Island?", ("m.shutter",), parse_chain("film.film.directed_by"),
+                         frozenset({"m.scorsese"})),
+        TrainingQuestion("Which actors starred in films directed by Christopher Nolan?", ("m.nolan",),
+                         parse_chain("film.director.film,film.film.starring,film.performance.actor"),
+                         frozenset({"m.dicaprio", "m.page", "m.mcconaughey", "m.pearce"})),
+        TrainingQuestion("Which country is Martin Scorsese from?", ("m.scorsese",),
+                         parse_chain("people.person.nationality"), frozenset({"m.us"})),
+        TrainingQuestion("Who directed the films Leonardo DiCaprio starred in?", ("m.dicaprio",),
+                         parse_chain("^film.performance.actor,^film.film.starring,film.film.directed_by"),
+                         frozenset({"m.nolan", "m.scorsese"})),
+    ]
+    settings = TrainSettings(lr=1e-2, epochs=3, batch_size=32, validation_share=0.0, propagation_epochs=1,
+                             propagation_lr=1e-2, propagation_questions=5, seed=0)
+    spec = NetSpec(input_dim=64, hidden=16, heads=2, self_blocks=1, propagation_layers=1)
+    try:
+        result = train_scorer(kg, questions, LabelVectors(kg, offline_embedder(64)), settings=settings, net_spec=spec,
+                              encoder=ENCODER)
+    finally:
+        torch.set_num_threads(threads)
+    assert result.summary["unreached"] == 0  # every gold chain reaches its answers on the kit KG
+    out = tmp_path_factory.mktemp("fog") / "scorer"
+    result.scorer.save(out, {"trained_on": "five kit questions"})
+    return out
+
+
+def sections(prompt: Prompt) -> tuple[list[str], list[str]]:
+    """The memory and candidate triples a memory-manager prompt showed, one line each."""
+    text = prompt.request
+    memory = text.split("Memory:\n", 1)[1].split("\nCandidates:\n", 1)[0]
+    candidates = text.split("\nCandidates:\n", 1)[1].split("\nReply as", 1)[0]
+    return ([] if memory == "(none)" else memory.splitlines()), ([] if candidates == "(none)" else candidates.splitlines())
+
+
+def film_of(line: str) -> str:
+    """The film of a shown (Nolan, directed, film) triple, either way round."""
+    h, _, t = (part.strip() for part in line.strip("()").split(", "))
+    return t if h == NOLAN[1] else h
+
+
+def events(prediction, step: str) -> list[dict]:
+    return [e for e in prediction.trace if e.get("step") == step]
+
+
+def test_memory_manager_absorbs_copied_triples_masks_the_rest_and_answers_from_memory(kg: EmbeddedKG,
+                                                                                    scorer_dir: Path) -> None:
+    picked: list[str] = []
+
+    def memory(prompt: Prompt) -> dict:
+        held, shown = sections(prompt)
+        if not held:  # round 1: copy one shown film triple exactly, invent one, no answer yet, ask on
+            picked.append(next(line for line in shown if "film.director.film" in line or "directed_by" in line))
+            return {"selected_triplets": [picked[0], INVENTED], "predict_answer": [],
+                    "subsequent_question": ["Which of those films came out in 2010?"]}
+        assert held == picked  # round 2: the memory holds what was selected, and only it
+        return {"selected_triplets": [], "predict_answer": [film_of(held[0])], "subsequent_question": []}
+
+    policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": memory})
+    ctx, model, recorder = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=2)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+
+    assert not model.policy_errors, model.policy_errors
+    assert model.steps() == ["fog.decompose", "fog.memory", "fog.memory"]
+    assert model.calls <= method.config.rounds + 1
+    assert recorder.by_step()["fog.memory"].calls == 2
+    first, second = (sections(p)[1] for p in model.prompts("fog.memory"))
+    assert len(first) == len(second) == 4
+    assert set(first) <= NOLAN_HOP1 and set(second) <= NOLAN_HOP1
+    # masked for good: nothing shown in round 1 (the selected triple is in memory, the rest rejected) is shown again
+    assert not set(first) & set(second)
+    assert set(first) | set(second) == NOLAN_HOP1
+    rounds = events(pred, "fog.memory")
+    assert [(r["round"], r["shown"], r["selected"], r["invented"], r["memory"], r["rejected"]) for r in rounds] == \
+        [(1, 4, 1, 1, 1, 3), (2, 4, 0, 0, 1, 7)]
+    assert rounds[0]["answers"] == [] and rounds[0]["next"] == ["Which of those films came out in 2010?"]
+    # the next round's expansion is guided by the subsequent question, and skips memory and masked triples
+    expansions = events(pred, "fog.expand")
+    assert "Which of those films came out in 2010?" in expansions[1]["sub_questions"]
+    assert expansions[1]["cut"]["skipped_memory"] == 4
+    film = film_of(picked[0])
+    assert pred.names == [film]
+    assert pred.grounding == "synthesis"
+    assert len(pred.evidence) == 1 and film in {n for n in (kg.names(pred.evidence[0][::2]).values())}
+    answer = events(pred, "fog.answer")[0]
+    assert answer["mode"] == "llm" and answer["source"] == "memory manager, round 2" and answer["paths"] == picked
+    lines = method.explain(pred).lines
+    assert "memory round 1: 4 shown, 1 selected, 1 invented, answers -, next: ['Which of those films came out in " \
+           "2010?']" in lines
+
+
+def test_an_answer_not_in_memory_is_dropped_and_the_graph_is_read_instead(kg: EmbeddedKG, scorer_dir: Path) -> None:
+    def memory(prompt: Prompt) -> dict:
+        _, shown = sections(prompt)
+        film = next(line for line in shown if "film.director.film" in line or "directed_by" in line)
+        # the triple copied as a list, loosely (case, spacing); Scorsese is in the KG but not in memory; Nolan is the topic
+        h, r, t = (part.strip() for part in film.strip("()").split(", "))
+        return {"selected_triplets": [[h.upper(), f" {r} ", t.lower()]],
+                "predict_answer": ["Martin Scorsese", "Christopher Nolan"], "subsequent_question": []}
+
+    policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": memory})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+
+    assert not model.policy_errors, model.policy_errors
+    assert model.calls == 2
+    (round_,) = events(pred, "fog.memory")
+    assert round_["selected"] == 1 and round_["invented"] == 0  # a loose copy of a shown triple still counts
+    assert round_["invalid_answers"] == ["Martin Scorsese"]  # not in memory: dropped, whatever the KG holds
+    assert round_["answers"] == []  # the topic is never its own answer
+    assert pred.grounding == "structured"
+    assert "Martin Scorsese" not in pred.names and pred.names  # the graph reading answered
+    answer = events(pred, "fog.answer")[0]
+    assert answer["mode"] == "graph" and answer["source"] == "graph reading after the memory rounds"
+    assert answer["fallback"] == "no answer from the memory manager in 1 rounds (2 calls)"
+    assert "fallback: no answer from the memory manager in 1 rounds (2 calls)" in method.explain(pred).lines
+    for h, r, t in pred.evidence:
+        assert t in kg.neighbors(h, r)
+
+
+def test_the_fallback_reading_still_sees_what_the_rounds_absorbed_or_masked(kg: EmbeddedKG, scorer_dir: Path) -> None:
+    """Round 1 is shown every triple near the topic and keeps one; round 2 is then shown nothing and answers nothing.
+    The fallback must still read the graph (one round without an answer does: see the test above)."""
+
+    def keep_one(prompt: Prompt) -> dict:
+        shown = sections(prompt)[1]
+        return {"selected_triplets": shown[:1], "predict_answer": [], "subsequent_question": []}
+
+    policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": keep_one})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=8, rounds=2)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert sections(model.prompts("fog.memory")[1])[1] == []  # round 2: everything was absorbed or masked
+    assert pred.grounding == "structured"
+    assert pred.answers  # today: none, the fallback read an empty graph
+
+
+def test_unreadable_replies_stay_within_the_budget_and_fall_back_to_the_graph(kg: EmbeddedKG, scorer_dir: Path) -> None:
+    # every reply unreadable: each ask is re-asked once (kgqa's structured-reply rule)
+    policy = by_step({"fog.decompose": "not json at all", "fog.memory": "still no json"})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, rounds=2)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    asks = [p for p in model.history if p.attempt == 0]
+    assert asks[0].step == "fog.decompose" and {p.step for p in asks[1:]} == {"fog.memory"}
+    assert len(asks) <= method.config.rounds + 1  # R + 1 asks at most ...
+    assert all(p.attempt <= 1 for p in model.history)  # ... each re-asked once at most
+    assert [e["ok"] for e in events(pred, "fog.decompose")] == [False]
+    assert events(pred, "fog.decompose")[0]["sub_questions"] == [FILMS_OF_NOLAN]  # the question itself guides
+    assert {e["ok"] for e in events(pred, "fog.memory")} == {False}
+    assert pred.grounding == "structured" and pred.answers and events(pred, "fog.answer")[0]["fallback"]
+
+
+def test_graph_mode_needs_no_llm_and_grounds_its_answers_in_kg_triples(kg: EmbeddedKG, scorer_dir: Path) -> None:
+    assert FoG(mode="graph").needs("local:smollm2").llm is False
+    assert FoG(mode="graph").needs("openai:gpt-4.1-mini").llm is False
+    assert FoG().needs("local:smollm2").llm is False and FoG().needs("openai:gpt-4.1-mini").llm is True
+    assert FoG(mode="llm").needs("local:smollm2").llm is True
+    assert FoG().needs(None).kg is True
+
+    ctx, model, _ = context(kg, None, embedder=offline_embedder(64))
+    assert ctx.llm is None
+    # tau_e = 0 keeps every triple: the scorer is barely trained, and this test is about grounding, not accuracy
+    method = FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0)
+    pred = solve(method, question("Which actors starred in films directed by Christopher Nolan?", NOLAN), ctx)
+    assert pred.error is None and pred.grounding == "structured" and pred.answers
+    assert pred.evidence
+    for h, r, t in pred.evidence:  # real KG triples
+        assert t in kg.neighbors(h, r)
+    assert any("m.nolan" in (h, t) for h, _, t in pred.evidence)  # the evidence paths start at the topic
+    ends = {x for h, _, t in pred.evidence for x in (h, t)}
+    assert {a.id for a in pred.answers} <= ends
+    (expansion,) = events(pred, "fog.expand")
+    assert expansion["scored"] >= expansion["kept"] > 0 and expansion["layers"] <= 3
+    assert events(pred, "fog.answer")[0]["source"] == "graph mode"
+    assert method.explain(pred).fields["mode"] == "graph"
+    # with a model in the context, graph mode still calls nothing (any call would fail this policy)
+    ctx, model, _ = context(kg, by_step({}), embedder=offline_embedder(64))
+    again = solve(FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0), question("Who directed Shutter Island?",
+                                                                     ("m.shutter", "Shutter Island")), ctx)
+    assert model.calls == 0 and again.grounding == "structured" and again.answers
+
+
+def test_a_bad_scorer_directory_is_a_config_error_naming_it(kg: EmbeddedKG, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    ctx, _, _ = context(kg, None, embedder=offline_embedder(64))
+    missing = tmp_path / "no-such-scorer"
+    with pytest.raises(ConfigError, match=re.escape(f"scorer={str(missing)!r}: not a FoG scorer directory")):
+        FoG(mode="graph", scorer=str(missing)).answer(question(FILMS_OF_NOLAN, NOLAN), ctx)
+    with pytest.raises(ConfigError, match="fog needs a trained scorer for this KG"):
+        FoG(mode="graph").answer(question(FILMS_OF_NOLAN, NOLAN), ctx)
+    # from the command line: a one-line error, exit code 2, no traceback
+    assert main(ask_args(kg, missing)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kgqa: error: scorer={str(missing)!r}: not a FoG scorer directory") and "Traceback" not in err
+    # a scorer.json beside weights of another shape
+    mismatched = tmp_path / "mismatched"
+    ForesightScorer(ForesightNet(NetSpec(input_dim=64, hidden=32, heads=2, self_blocks=1)), {"encoder": ENCODER}) \
+        .save(mismatched)
+    meta = json.loads((mismatched / "scorer.json").read_text())
+    (mismatched / "scorer.json").write_text(json.dumps({**meta, "net": {**meta["net"], "hidden": 16}}))
+    with pytest.raises(ConfigError, match=re.escape(f"scorer={str(mismatched)!r}: cannot be loaded (RuntimeError")):
+        ForesightScorer.load(mismatched)
+
+
+def ask_args(kg: EmbeddedKG, scorer: Path) -> list[str]:
+    return ["ask", FILMS_OF_NOLAN, "--kg", str(kg.directory), "--topic", "m.nolan", "--method", "fog",
+            "--method-config", "mode=graph", "--method-config", f"scorer={scorer}"]
+
+
+def test_a_scorer_directory_with_unreadable_weights_is_a_config_error(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "scorer.json").write_text(json.dumps({"encoder": ENCODER, "net": {"input_dim": 64, "hidden": 16}}))
+    (broken / "weights.pt").write_bytes(b"not a torch file")
+    with pytest.raises(ConfigError, match=re.escape(f"scorer={str(broken)!r}: cannot be loaded")):
+        ForesightScorer.load(broken)
+
+
+def test_a_saved_scorer_loads_with_its_shape_and_encoder(scorer_dir: Path) -> None:
+    scorer = ForesightScorer.load(scorer_dir)
+    assert scorer.encoder == ENCODER and scorer.net.spec.hidden == 16 and scorer.meta["trained_on"] == "five kit questions"
+    assert not scorer.net.training
