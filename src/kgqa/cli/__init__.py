@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+# Idle torch/OpenMP threads sleep instead of spinning: on a busy 2-core machine spinning made the scorer and the
+# embedder about 3x slower (benchmarks/results/fog_bench.md). Set before anything imports torch; a user's value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import click
 

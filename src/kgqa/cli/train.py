@@ -40,17 +40,20 @@ def train_group() -> None:
 @click.option("--propagation-epochs", type=int, default=5, show_default=True, help="Propagation epochs.")
 @click.option("--propagation-questions", type=int, default=3000, show_default=True,
               help="Questions whose expanded subgraphs train the propagation.")
-@click.option("--batch-size", type=int, default=256, show_default=True)
+@click.option("--batch-size", type=int, default=512, show_default=True)
 @click.option("--kappa", type=int, default=10, show_default=True, help="Negatives per positive triple.")
+@click.option("--stop-negatives", type=int, default=3, show_default=True,
+              help="Extra negatives per (relation, direction) leading on from a gold answer (0: none).")
 @click.option("--hidden", type=int, default=128, show_default=True, help="Hidden size of the network.")
-@click.option("--limit", type=int, default=None, help="Questions per dataset (default: all).")
+@click.option("--limit", type=int, default=None, help="Questions per dataset, a random sample seeded by --seed "
+                                                     "(default: all).")
 @click.option("--validation-share", type=float, default=0.05, show_default=True,
               help="Share of the questions held out for validation and early stopping.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
-              epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int,
+              epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, seed: int, data_dir: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
@@ -63,7 +66,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 
     for name, value, low in (("--epochs", epochs, 1), ("--batch-size", batch_size, 1), ("--kappa", kappa, 1),
                              ("--hidden", hidden, 8), ("--propagation-epochs", propagation_epochs, 0),
-                             ("--propagation-questions", propagation_questions, 0)):
+                             ("--propagation-questions", propagation_questions, 0), ("--stop-negatives", stop_negatives, 0)):
         if value < low:
             raise ConfigError(f"{name} must be at least {low}, got {value}")
     if not 0 < lr < 1:
@@ -81,7 +84,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         click.echo(f"train fog: {message}", err=True)
 
     started = time.perf_counter()
-    data = training_questions(list(datasets), split, limit=limit, data_dir=data_dir)
+    data = training_questions(list(datasets), split, limit=limit, data_dir=data_dir, seed=seed)
     say(f"{len(data.questions)} questions with gold chains ({data.per_dataset}; skipped {dict(data.skipped)})")
     kg = open_kg(spec)
     try:
@@ -92,6 +95,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
             table = store.get("label-embeddings", kg=kg, embedder=embedder)
         labels = LabelVectors(kg, embedder, table)
         settings = TrainSettings(lr=lr, epochs=epochs, batch_size=batch_size, kappa=kappa, seed=seed,
+                                 stop_negatives=stop_negatives,
                                  validation_share=validation_share, propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
@@ -107,10 +111,11 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     training = {"command": command, "datasets": list(datasets), "split": split, "kg": spec, "encoder": encoder,
                 "settings": settings.to_dict(), "net": net.to_dict(), "data": data.describe(),
                 "kgqa_commit": _commit(), "seconds": round(time.perf_counter() - started, 1)}
-    result.summary.pop("validation_ids", None)
+    held_out = [data.questions[i].source for i in result.summary.pop("validation_ids", [])]
     out.mkdir(parents=True, exist_ok=True)
     result.scorer.save(out, {"trained_on": training, "history": result.history, "summary": result.summary,
-                             "validation": validation})
+                             "validation": validation, "validation_questions": held_out,
+                             "training_questions": [q.source for q in data.questions]})
     (out / "config.json").write_text(json.dumps(training, indent=2) + "\n", encoding="utf-8")
     (out / "history.json").write_text(json.dumps(result.history, indent=2) + "\n", encoding="utf-8")
     plotted = _plot(result.history, out / "loss.png")

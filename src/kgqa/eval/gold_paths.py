@@ -48,14 +48,19 @@ class TrainingSet:
         return {"questions": len(self.questions), "per_dataset": dict(self.per_dataset), "skipped": dict(self.skipped)}
 
 
-def training_questions(datasets: list[str], split: str, *, data_dir: str | None = None,
-                       limit: int | None = None) -> TrainingSet:
-    """The questions of ``datasets`` / ``split`` that have a gold chain, as :class:`TrainingQuestion` (``limit`` per
-    dataset)."""
+def training_questions(datasets: list[str], split: str, *, data_dir: str | None = None, limit: int | None = None,
+                       seed: int = 0) -> TrainingSet:
+    """The questions of ``datasets`` / ``split`` that have a gold chain, as :class:`TrainingQuestion`; with ``limit``,
+    a seeded random sample of that many per dataset (not the first ones: MetaQA's files are grouped by template)."""
+    import random
+
     out = TrainingSet()
     for name in datasets:
         count = 0
-        for question in load_dataset(name, split=split, data_dir=data_dir, limit=limit):
+        questions = load_dataset(name, split=split, data_dir=data_dir)
+        if limit is not None and limit < len(questions):
+            questions = random.Random(f"{seed}:{name}").sample(questions, limit)
+        for question in questions:
             chain = gold_chain(question)
             if chain is None:
                 out.skipped["no gold chain"] += 1

@@ -13,8 +13,9 @@ Two orientations:
   shortest-distance DAG cannot reach. The seeds themselves are never re-entered.
 
 Hubs: an entity's neighbours through one (relation, direction) are cut to ``fanout`` (``seed_fanout`` at the seeds,
-where the neighbours are often the answers: "movies tagged bd-r"), and a layer's frontier to ``max_frontier`` nodes
-(the best-scored first); ``cut`` counts every triple and node left out, so a run reports what the caps cost.
+where the neighbours are often the answers: "movies tagged bd-r"), all of a non-seed node's triples to
+``node_fanout``, and a layer's frontier to ``max_frontier`` nodes (the best-scored first); ``cut`` counts every triple
+and node left out, so a run reports what the caps cost.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Caps:
     seed_fanout: int = 2000
     fanout: int = 200
     max_frontier: int = 500
+    #: triples one node beyond the seeds contributes over all its relations (a node with 129 relations is a hub too)
+    node_fanout: int = 1000
     #: neighbours fetched per (entity, relation) to count what a cap cuts (beyond this the count is a lower bound)
     count_limit: int = 20000
 
@@ -56,6 +59,7 @@ class ExpandedGraph:
     near: list[int] = field(default_factory=list)
     far: list[int] = field(default_factory=list)
     backward: list[bool] = field(default_factory=list)  # the walk crosses the triple tail -> head
+    edge_layer: list[int] = field(default_factory=list)  # the far node's depth
     initial: list[float] = field(default_factory=list)  # s_t at expansion (node states zero)
     scores: list[float] = field(default_factory=list)  # s_t after propagation (= initial until propagated)
     payloads: list[tuple[Any, np.ndarray]] = field(default_factory=list)  # (scorer payload, kept rows) per batch
@@ -78,7 +82,7 @@ class ExpandedGraph:
     @property
     def layers(self) -> list[int]:
         """The layer of each edge (its far node's depth)."""
-        return [self.node_depth[f] for f in self.far]
+        return self.edge_layer
 
     def head_tail_nodes(self) -> tuple[list[int], list[int]]:
         """The node of each edge's subject and object (near/far swapped where the walk goes backward)."""
@@ -137,6 +141,7 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
             graph.near.append(near)
             graph.far.append(far)
             graph.backward.append(back)
+            graph.edge_layer.append(depth)
             graph.initial.append(float(scores[row]))
             kept_rows.append(row)
             next_frontier[far] = max(next_frontier.get(far, 0.0), float(scores[row]) * frontier_score.get(near, 1.0))
@@ -156,6 +161,8 @@ def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], dep
             for relation in kg.relations(entity, direction):
                 by_pair.setdefault((relation, direction), []).append(node)
     cap = caps.seed_fanout if depth == 1 else caps.fanout
+    node_cap = caps.node_fanout if depth > 1 else None
+    per_node: dict[int, int] = {}
     out: list[tuple[Triple, int, bool]] = []
     for (relation, direction), nodes in by_pair.items():
         entities = [graph.node_entity[n] for n in nodes]
@@ -166,6 +173,12 @@ def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], dep
             if len(others) > cap:
                 graph.count("fanout_triples", len(others) - cap)
                 others = others[:cap]
+            if node_cap is not None:
+                room = node_cap - per_node.get(node, 0)
+                if len(others) > room:
+                    graph.count("node_fanout_triples", len(others) - max(room, 0))
+                    others = others[:max(room, 0)]
+                per_node[node] = per_node.get(node, 0) + len(others)
             for other in others:
                 if other in seeds:
                     continue
@@ -190,8 +203,11 @@ class Path:
     end: int  # node
 
 
-def simple_paths(graph: ExpandedGraph, edges: Collection[int], *, max_paths: int = 20000) -> list[Path]:
-    """Every path from a seed through ``edges`` (near -> far, one layer at a time) that never revisits an entity."""
+def simple_paths(graph: ExpandedGraph, edges: Collection[int], *, max_paths: int = 20000,
+                 combine: Literal["product", "min"] = "product", simple: bool = True) -> list[Path]:
+    """Every path from a seed through ``edges`` (near -> far, one layer at a time), scored by the product of its edges'
+    s_t (or their minimum: its weakest edge). With ``simple`` a path never revisits an entity; without, it only never
+    returns to a seed (MetaQA's answers: the writer of Kadosh also directed the other films he wrote)."""
     children: dict[int, list[int]] = {}
     for e in edges:
         children.setdefault(graph.near[e], []).append(e)
@@ -203,10 +219,10 @@ def simple_paths(graph: ExpandedGraph, edges: Collection[int], *, max_paths: int
         for e in children.get(node, ()):
             far = graph.far[e]
             entity = graph.node_entity[far]
-            if entity in seen:
+            if simple and entity in seen:
                 continue
             path = (*walked, e)
-            value = score * graph.scores[e]
+            value = score * graph.scores[e] if combine == "product" else min(score, graph.scores[e])
             paths.append(Path(path, value, far))
             stack.append((far, path, value, seen | {entity}))
     return paths
@@ -222,8 +238,10 @@ class RankedAnswer:
 
 
 def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_paths: int = 20000,
-                 by_support: bool = True,
-                 answerable: Callable[[list[str]], set[str]] | None = None) -> tuple[list[RankedAnswer], list[int]]:
+                 by_support: bool = True, answerable: Callable[[list[str]], set[str]] | None = None,
+                 within: Literal["potential", "expanded"] = "potential",
+                 combine: Literal["product", "min"] = "product",
+                 simple: bool = True) -> tuple[list[RankedAnswer], list[int]]:
     """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
     whole re-scored subgraph, so a question always gets the graph's best reading).
 
@@ -232,18 +250,22 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     and directions); the answers are the entities that pattern reaches with a score of at least ``ratio`` times the best,
     ranked by support (how many simple paths of the pattern reach them: an answer reached through several films outranks
     one reached through a single, possibly merged, film) and then score. ``answerable`` says which entities may be
-    answers (kgqa: named nodes and literals, never a nameless mediator). Returns (answers, potential edge indices).
+    answers (kgqa: named nodes and literals, never a nameless mediator). ``within="expanded"`` reads every re-scored
+    edge of the expanded subgraph instead of the potential subgraph only (a walk through an edge just under tau_p then
+    still ends where the question does). Returns (answers, potential edge indices).
     """
     potential = [e for e, s in enumerate(graph.scores) if s > tau_p]
-    ranked = _rank_over(graph, potential, ratio, max_paths, by_support, answerable)
-    if not ranked:  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
-        ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable)
+    ranked = _rank_over(graph, potential if within == "potential" else list(range(len(graph))), ratio, max_paths,
+                        by_support, answerable, combine, simple)
+    if not ranked and within == "potential":  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
+        ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable, combine, simple)
     return ranked, potential
 
 
 def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
-               answerable: Callable[[list[str]], set[str]] | None) -> list[RankedAnswer]:
-    paths = simple_paths(graph, potential, max_paths=max_paths)
+               answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min"],
+               simple: bool) -> list[RankedAnswer]:
+    paths = simple_paths(graph, potential, max_paths=max_paths, combine=combine, simple=simple)
     if not paths:
         return []
     continuation: dict[int, float] = {}

@@ -56,10 +56,12 @@ class TrainSettings:
     betas: tuple[float, float] = (0.9, 0.999)
     weight_decay: float = 1e-3
     epochs: int = 5
-    batch_size: int = 256
+    batch_size: int = 512
     kappa: int = 10
     max_positives_per_layer: int = 2
     neighbour_limit: int = 60
+    #: extra negatives per (relation, direction) out of each gold answer ("do not go on past the answer"), on top of kappa
+    stop_negatives: int = 3
     validation_share: float = 0.05
     patience: int = 2
     propagation_questions: int = 3000
@@ -170,6 +172,15 @@ def sample_examples(kg: KnowledgeGraph, question: TrainingQuestion, index: int, 
             negatives.append(pool.pop(rng.randrange(len(pool))))
             if len(negatives) >= wanted:
                 break
+    if settings.stop_negatives > 0:
+        depth = max(walk.path_nodes)
+        per_group: dict[tuple[str, bool], int] = {}
+        for entity in sorted(walk.path_nodes.get(depth, ()))[:8]:
+            for item in _neighbourhood(kg, entity, depth, seeds, settings.neighbour_limit, rng):
+                key = (item[0][1], item[2])
+                if item not in walk.positives and per_group.get(key, 0) < settings.stop_negatives:
+                    per_group[key] = per_group.get(key, 0) + 1
+                    negatives.append(item)
     return [Example(t, d, b, index, 1.0) for t, d, b in positives] + \
         [Example(t, d, b, index, 0.0) for t, d, b in negatives]
 
@@ -247,14 +258,19 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             from tqdm import tqdm
 
             steps = tqdm(steps, desc="scorer epoch", unit="batch", mininterval=2.0, leave=False)
-        for lo in steps:
+        report_every = max(1, n // settings.batch_size // 4)
+        for step, lo in enumerate(steps, start=1):
+            if train and not bar and step % report_every == 0:
+                say(f"  {min(lo + settings.batch_size, n)}/{n} triples")
             idx = perm[lo:lo + settings.batch_size]
             with torch.set_grad_enabled(train):
                 rows = data["question"][idx]
                 vectors = data["vectors"]
+                pad = q_pad[rows]
+                width = int((~pad).sum(dim=-1).max())  # trim the batch's questions to its longest one
                 z = net.encode(vectors[data["head"][idx]], vectors[data["rel"][idx]], vectors[data["tail"][idx]],
-                               data["layer"][idx],
-                               data["back"][idx], q_store[rows].float(), q_pad[rows], torch.arange(len(idx)))
+                               data["layer"][idx], data["back"][idx], q_store[rows, :, :width].float(),
+                               pad[:, :, :width], torch.arange(len(idx)))
                 logits = net.score(z)
                 loss = _bce(torch, logits, data["label"][idx])
             if train:
