@@ -139,10 +139,11 @@ def test_memory_manager_absorbs_copied_triples_masks_the_rest_and_answers_from_m
     assert [(r["round"], r["shown"], r["selected"], r["invented"], r["memory"], r["rejected"]) for r in rounds] == \
         [(1, 4, 1, 1, 1, 3), (2, 4, 0, 0, 1, 7)]
     assert rounds[0]["answers"] == [] and rounds[0]["next"] == ["Which of those films came out in 2010?"]
-    # the next round's expansion is guided by the subsequent question, and skips memory and masked triples
+    # the next round's expansion is guided by the subsequent question and skips the masked (shown, not selected)
+    # triples; the absorbed one stays walkable but is not shown again
     expansions = events(pred, "fog.expand")
     assert "Which of those films came out in 2010?" in expansions[1]["sub_questions"]
-    assert expansions[1]["cut"]["skipped_memory"] == 4
+    assert expansions[1]["cut"]["masked_triples"] == 3
     film = film_of(picked[0])
     assert pred.names == [film]
     assert pred.grounding == "synthesis"
@@ -251,14 +252,17 @@ def test_a_bad_scorer_directory_is_a_config_error_naming_it(kg: EmbeddedKG, tmp_
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     ctx, _, _ = context(kg, None, embedder=offline_embedder(64))
     missing = tmp_path / "no-such-scorer"
-    with pytest.raises(ConfigError, match=re.escape(f"scorer={str(missing)!r}: not a FoG scorer directory")):
-        FoG(mode="graph", scorer=str(missing)).answer(question(FILMS_OF_NOLAN, NOLAN), ctx)
+    # refused when the method is configured, before any question
+    with pytest.raises(ConfigError, match=re.escape(f"scorer={str(missing)!r}: Value error, {str(missing)!r} is not "
+                                                    "a FoG scorer directory")):
+        FoG(mode="graph", scorer=str(missing))
     with pytest.raises(ConfigError, match="fog needs a trained scorer for this KG"):
         FoG(mode="graph").answer(question(FILMS_OF_NOLAN, NOLAN), ctx)
     # from the command line: a one-line error, exit code 2, no traceback
     assert main(ask_args(kg, missing)) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"kgqa: error: scorer={str(missing)!r}: not a FoG scorer directory") and "Traceback" not in err
+    assert err.startswith("kgqa: error: bad configuration for method 'fog'") and "not a FoG scorer directory" in err
+    assert "Traceback" not in err
     # a scorer.json beside weights of another shape
     mismatched = tmp_path / "mismatched"
     ForesightScorer(ForesightNet(NetSpec(input_dim=64, hidden=32, heads=2, self_blocks=1)), {"encoder": ENCODER}) \

@@ -204,7 +204,7 @@ def test_filter_scores_false_keeps_every_triple_and_skip_is_never_expanded(hub_k
     assert ("h", "t", "t0") not in skipped.triples and ("m3", "s", "k3_1") not in skipped.triples
     assert "t0" not in skipped.node_entity and "z" not in skipped.node_entity  # t0 is only reachable through it
     assert "k3_1" not in skipped.node_entity
-    assert skipped.cut["skipped_memory"] == 2
+    assert skipped.cut["masked_triples"] == 2
     assert len(skipped) == len(plain) - 3  # the two skipped triples and (t0, u, z) behind one of them
 
 

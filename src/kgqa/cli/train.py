@@ -59,6 +59,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg import open_kg
+    from kgqa.steps.foresight.scorer import _torch
+
+    _torch()  # a clear error when torch is missing, before anything imports it
     from kgqa.steps.foresight.model import NetSpec
     from kgqa.steps.foresight.scorer import LabelVectors
     from kgqa.steps.foresight.training import TrainSettings, train_scorer, validate_answers
@@ -69,6 +72,10 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                              ("--propagation-questions", propagation_questions, 0), ("--stop-negatives", stop_negatives, 0)):
         if value < low:
             raise ConfigError(f"{name} must be at least {low}, got {value}")
+    if hidden % 4:
+        raise ConfigError(f"--hidden must be a multiple of 4 (the network's attention heads), got {hidden}")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
     if not 0 < lr < 1:
         raise ConfigError(f"--lr must be between 0 and 1, got {lr}")
     if not 0 <= validation_share < 0.5:
@@ -180,7 +187,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Network: {training['net']}
 - Training time: {training['seconds']} s
 
-## Validation (held-out questions, graph mode: tau_e 0.1, tau_p 0.7, L 3)
+## Validation (held-out questions, graph mode with its default reading: tau_e 0.02, tau_p 0.7, L 3)
 
 hit {validation['hit']:.1f}, Hits@1 {validation['hits1']:.1f}, F1 {validation['f1']:.1f} on {validation['questions']}
 questions ({validation['seconds_per_question']:.3f} s per question).

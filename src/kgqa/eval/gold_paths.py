@@ -2,8 +2,9 @@
 
 Where a question's chain comes from: MetaQA's question type (``qtype`` -> :data:`kgqa.eval.metaqa_chains.QTYPE_CHAINS`);
 a ``chain`` written in the question's metadata (the demo questions); WebQSP's inferential chain (``inferential_chain``,
-outgoing relations from the topic entity). A question with none of these, or whose topic or answers have no KG ids,
-is left out and counted.
+outgoing relations from the topic entity). A question with none of these, or without topic or answers, is left out
+and counted; answers given by name only are matched as ids (MetaQA's ids are its labels), and a question whose chain
+reaches none of them gives no training triples (training counts it as unreached).
 """
 
 from __future__ import annotations

@@ -48,24 +48,25 @@ Where kgqa differs from the paper, and why:
   not say what happens.
 * tau_e defaults to 0.02, not the paper's 0.1: our scorer gives ambiguous intermediate edges (an actor's films, when
   only the films with a language lead to the answer) low scores before propagation, and 0.1 cut them before the far
-  signal could lift them (MetaQA 3-hop dev Hits@1 92.0 at 0.1, 94.0 at 0.02 with the paper's potential-only
-  reading; docs/fog.md). tau_p stays 0.7.
+  signal could lift them (MetaQA 3-hop dev, 300 questions, the paper's potential-only reading: Hits@1 91.3 at 0.1,
+  92.0 at 0.02; docs/fog.md). tau_p stays 0.7.
 * Graph mode is ours (the paper always ends with the LLM). Its reading, chosen on MetaQA dev: every re-scored edge,
-  not only the potential subgraph (``answer_from``); a path scored by its weakest edge, not the product
-  (``path_score``); paths may pass an entity twice but never return to a topic (``simple_paths``: the writer of
-  Kadosh directed the other films he wrote, and MetaQA counts him).
+  not only the potential subgraph (``answer_from``); a path scored by the geometric mean of its weakest and its last
+  edge, not the product (``path_score``: the relation the question ends on is the most specific evidence, while an
+  intermediate edge such as an actor's films stays ambiguous even after propagation); paths may pass an entity twice
+  but never return to a topic (``simple_paths``: the writer of Kadosh directed the other films he wrote, and MetaQA
+  counts him).
 * An LLM answer is grounding ``synthesis`` (the KG gave the triples, the model picked the answer among them).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
@@ -79,7 +80,6 @@ from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand, rank
 from kgqa.steps.reply import ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
-_TRIPLE_RE = re.compile(r"^\s*\(?\s*(.+?)\s*,\s*(\S+?)\s*,\s*(.+?)\s*\)?\s*$")
 
 
 class FoGConfig(MethodConfig):
@@ -88,7 +88,7 @@ class FoGConfig(MethodConfig):
     scorer: str | None = Field(default=None, description="directory of a trained scorer (`kgqa train fog --out DIR`); "
                                                          "None: the demo KG's own scorer on the demo KG")
     mode: Literal["auto", "graph", "llm"] = Field(default="auto", description="graph: no LLM, answers read from the "
-                                                  "potential subgraph; llm: decomposition + memory manager; auto: "
+                                                  "re-scored subgraph; llm: decomposition + memory manager; auto: "
                                                   "graph with a local model or none, llm otherwise")
     hops: int = Field(default=3, ge=1, le=4, description="hop budget L of the expansion")
     tau_e: float = Field(default=0.02, ge=0.0, le=1.0, description="expansion threshold (paper: 0.1; 0.02 tuned on "
@@ -110,8 +110,9 @@ class FoGConfig(MethodConfig):
     answer_from: Literal["potential", "expanded"] = Field(
         default="expanded", description="graph mode reads answers from the potential subgraph (s_t > tau_p) or from "
                                          "every re-scored edge of the expanded subgraph")
-    path_score: Literal["product", "min"] = Field(default="min", description="a path's score: the product of its "
-                                                  "edges' s_t, or its weakest edge")
+    path_score: Literal["product", "min", "min_last"] = Field(
+        default="min_last", description="a path's score: the product of its edges' s_t, its weakest edge, or the "
+                                        "geometric mean of its weakest and its last edge")
     simple_paths: bool = Field(default=False, description="answer paths never revisit an entity (False: only never "
                                                          "return to a topic entity)")
     rank_by_support: bool = Field(default=True, description="rank answers by how many paths reach them, then score")
@@ -120,7 +121,19 @@ class FoGConfig(MethodConfig):
     max_sub_questions: int = Field(default=3, ge=1, le=8, description="sub-questions asked of the decomposition")
     max_evidence_paths: int = Field(default=20, ge=1, description="answer paths kept as evidence")
     decompose_tokens: int = Field(default=96, ge=16, description="max reply tokens of the decomposition")
-    memory_tokens: int = Field(default=256, ge=16, description="max reply tokens of a memory-manager round")
+    memory_tokens: int | None = Field(default=None, ge=16, description="max reply tokens of a memory-manager round "
+                                                                       "(None: 64 + 20 per triple shown, at most 800)")
+
+
+    @field_validator("scorer")
+    @classmethod
+    def _scorer_dir(cls, value: str | None) -> str | None:
+        if value is not None:
+            path = Path(value).expanduser()
+            if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
+                raise ValueError(f"{value!r} is not a FoG scorer directory (expected scorer.json and weights.pt; make "
+                                 "one with `kgqa train fog ... --out DIR`)")
+        return value
 
 
 class SubQuestions(BaseModel):
@@ -134,7 +147,7 @@ class MemoryReply(BaseModel):
 
     selected_triplets: list[str | list[str]]
     predict_answer: list[str] | str
-    subsequent_question: list[str]
+    subsequent_question: list[str] = Field(default_factory=list)
 
 
 class _BudgetedModel:
@@ -294,7 +307,10 @@ class FoG(KGQAMethod):
         pattern = " -> ".join(("^" if back else "") + rel for rel, back in ranked[0].pattern) if ranked else None
         ctx.trace.add("fog.answer", mode="graph", source=source, answers=[i.name for i in items][:20],
                       pattern=pattern, potential=len(potential), paths=paths[:5], fallback=fallback,
-                      scores=[round(a.score, 4) for a in ranked[:10]], support=[a.support for a in ranked[:10]])
+                      scores=[round(a.score, 4) for a in ranked[:10]], support=[a.support for a in ranked[:10]],
+                      reason=None if items else "no path from a topic ends at a named entity or a value")
+        if not items:  # nothing the KG supports: no answer, and no grounding credit for it
+            return Prediction(grounding=Grounding.PARAMETRIC, evidence=evidence)
         return Prediction(answers=items, grounding=Grounding.STRUCTURED, evidence=evidence)
 
     # -- with the LLM: decomposition and memory rounds --------------------------------------------------------------
@@ -319,18 +335,21 @@ class FoG(KGQAMethod):
         rejected: set[Triple] = set()
         graph: ExpandedGraph | None = None
         for round_ in range(1, cfg.rounds + 1):
+            # absorbed triples stay walkable (the walk goes on through them) but are not shown again; rejected ones
+            # are masked for good
             graph = self._expand(question.text, sub_questions, seeds, scorer, labels, ctx, round_=round_,
-                                 skip=set(memory) | rejected)
+                                 skip=rejected)
             if not cfg.memory:
                 return self._graph_answer(graph, ctx, source="w/o memory manager: read from the graph")
             if llm.calls >= budget:
                 ctx.trace.add("fog.memory", round=round_, ok=False, skipped=True,
                               failure=f"call budget spent ({llm.calls} of rounds + 1 = {budget}, re-asks included)")
                 break
-            shown = _potential(graph, cfg.tau_p, cfg.max_potential)
+            shown = _potential(graph, cfg.tau_p, cfg.max_potential, exclude=set(memory))
             display = _display(ctx.kg, memory + shown)
             try:
-                step = ask_reply(llm, PROMPTS, "memory", MemoryReply, step="fog.memory", max_tokens=cfg.memory_tokens,
+                budget_tokens = cfg.memory_tokens or min(800, 64 + 20 * len(shown))
+                step = ask_reply(llm, PROMPTS, "memory", MemoryReply, step="fog.memory", max_tokens=budget_tokens,
                                  question=question.text, memory="\n".join(display[t] for t in memory) or "(none)",
                                  candidates="\n".join(display[t] for t in shown) or "(none)")
             except LLMError as exc:
@@ -380,10 +399,11 @@ class FoG(KGQAMethod):
                                            f"({llm.calls} calls)")
 
 
-def _potential(graph: ExpandedGraph, tau_p: float, limit: int) -> list[Triple]:
-    """The best-scored potential triples (s_t > tau_p), at most ``limit``; when none passes tau_p, the best-scored
-    expanded triples, so a round never asks about an empty subgraph."""
-    order = sorted(range(len(graph)), key=lambda e: -graph.scores[e])
+def _potential(graph: ExpandedGraph, tau_p: float, limit: int, exclude: set[Triple] | frozenset[Triple] = frozenset()
+               ) -> list[Triple]:
+    """The best-scored potential triples (s_t > tau_p) not already in memory, at most ``limit``; when none passes
+    tau_p, the best-scored expanded triples, so a round never asks about an empty subgraph."""
+    order = sorted((e for e in range(len(graph)) if graph.triples[e] not in exclude), key=lambda e: -graph.scores[e])
     passing = [e for e in order if graph.scores[e] > tau_p] or order
     shown: list[Triple] = []
     for e in passing:
@@ -418,6 +438,3 @@ def _default_scorer(ctx: MethodContext) -> Any:
                       "--split dev --kg KG --out MODELDIR` and pass `--method-config scorer=MODELDIR`")
 
 
-def scorer_dir(value: str | Path) -> Path:
-    """``value`` as a scorer directory path (for the CLI)."""
-    return Path(value).expanduser()

@@ -184,7 +184,7 @@ def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], dep
                     continue
                 triple = (other, relation, entity) if back else (entity, relation, other)
                 if triple in skip:
-                    graph.count("skipped_memory")
+                    graph.count("masked_triples")
                     continue
                 out.append((triple, node, back))
     return out
@@ -240,13 +240,14 @@ class RankedAnswer:
 def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_paths: int = 20000,
                  by_support: bool = True, answerable: Callable[[list[str]], set[str]] | None = None,
                  within: Literal["potential", "expanded"] = "potential",
-                 combine: Literal["product", "min"] = "product",
+                 combine: Literal["product", "min", "min_last"] = "product",
                  simple: bool = True) -> tuple[list[RankedAnswer], list[int]]:
     """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
     whole re-scored subgraph, so a question always gets the graph's best reading).
 
-    A path's answer score is its score times (1 - its end's best continuation score), so an entity a relevant edge
-    leads on from is an intermediate, not an answer. The best-scoring path gives the answer *pattern* (its relations
+    A path's answer score is its score (``combine``: the product of its edges, its weakest edge, or ``min_last`` the
+    geometric mean of its weakest and its last edge) times (1 - its end's best continuation score), so an entity a
+    relevant edge leads on from is an intermediate, not an answer. The best-scoring path gives the answer *pattern* (its relations
     and directions); the answers are the entities that pattern reaches with a score of at least ``ratio`` times the best,
     ranked by support (how many simple paths of the pattern reach them: an answer reached through several films outranks
     one reached through a single, possibly merged, film) and then score. ``answerable`` says which entities may be
@@ -263,9 +264,10 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
 
 
 def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
-               answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min"],
+               answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min", "min_last"],
                simple: bool) -> list[RankedAnswer]:
-    paths = simple_paths(graph, potential, max_paths=max_paths, combine=combine, simple=simple)
+    paths = simple_paths(graph, potential, max_paths=max_paths, combine="product" if combine == "product" else "min",
+                         simple=simple)
     if not paths:
         return []
     continuation: dict[int, float] = {}
@@ -278,8 +280,13 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
 
     ends = {graph.node_entity[p.end] for p in paths} - seeds
     allowed = answerable(sorted(ends)) if answerable is not None else ends
-    scored = [(p.score * (1.0 - continuation.get(p.end, 0.0)), p) for p in paths
-              if graph.node_entity[p.end] in allowed]
+    def value(path: Path) -> float:
+        score = path.score
+        if combine == "min_last":  # the weakest edge and the last one: the relation the question ends on counts twice
+            score = (path.score * graph.scores[path.edges[-1]]) ** 0.5
+        return score * (1.0 - continuation.get(path.end, 0.0))
+
+    scored = [(value(p), p) for p in paths if graph.node_entity[p.end] in allowed]
     if not scored:
         return []
     best_value, best_path = max(scored, key=lambda item: item[0])

@@ -129,21 +129,21 @@ class ForesightNet(nn.Module):
         """(B, S, 5) cosines in the frozen encoder's space: relation and tail against the whole (sub-)question and
         against its best-matching word, and head against the question. A prior the network starts from: with few
         training questions it cannot learn from scratch that "directed" asks for ``directed_by``."""
-        if question_of is None:
-            q, pad = questions[0].unsqueeze(0), question_mask[0].unsqueeze(0)
-            rows = torch.zeros(batch, dtype=torch.long)
-        else:
-            q, pad, rows = questions, question_mask, question_of
-        unit = torch.nn.functional.normalize(q, dim=-1)  # (Q, S, T, D)
-        keep = (~pad).unsqueeze(-1).to(q.dtype)
-        whole = torch.nn.functional.normalize((q * keep).sum(dim=2), dim=-1)  # (Q, S, D)
+        unit = torch.nn.functional.normalize(questions, dim=-1)  # (Q, S, T, D)
+        keep = (~question_mask).unsqueeze(-1).to(questions.dtype)
+        whole = torch.nn.functional.normalize((questions * keep).sum(dim=2), dim=-1)  # (Q, S, D)
         features = []
-        for vector in (relation, tail):
+        for vector in (relation, tail, head):
             v = torch.nn.functional.normalize(vector, dim=-1)
-            features.append(torch.einsum("bd,bsd->bs", v, whole[rows]))
-            per_word = torch.einsum("bd,bstd->bst", v, unit[rows]).masked_fill(pad[rows], -1.0)
-            features.append(per_word.amax(dim=-1))
-        features.append(torch.einsum("bd,bsd->bs", torch.nn.functional.normalize(head, dim=-1), whole[rows]))
+            if question_of is None:  # every triple reads question 0: broadcast, never copy it per triple
+                features.append(torch.einsum("bd,sd->bs", v, whole[0]))
+                per_word = torch.einsum("bd,std->bst", v, unit[0]).masked_fill(question_mask[0], -1.0)
+            else:
+                features.append(torch.einsum("bd,bsd->bs", v, whole[question_of]))
+                per_word = torch.einsum("bd,bstd->bst", v, unit[question_of]).masked_fill(
+                    question_mask[question_of], -1.0)
+            if vector is not head:
+                features.append(per_word.amax(dim=-1))
         return torch.stack(features, dim=-1)
 
     def _cross(self, tokens: torch.Tensor, memory: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:

@@ -68,7 +68,7 @@ class TrainSettings:
     propagation_epochs: int = 5
     propagation_lr: float | None = None
     graph_batch: int = 16
-    tau_e: float = 0.1
+    tau_e: float = 0.02  # FoG's default, so propagation trains on the graphs it will run on
     hops: int = 3
     seed: int = 0
 
@@ -150,7 +150,7 @@ def sample_examples(kg: KnowledgeGraph, question: TrainingQuestion, index: int, 
     seeds = set(question.topics)
     groups: dict[tuple[int, str, bool], list[tuple[Triple, int, bool]]] = {}
     for depth, nodes in walk.path_nodes.items():
-        if depth >= settings.hops + 1:
+        if depth >= settings.hops:  # its neighbours would sit past the hop budget, where expansion never scores
             continue
         chosen = sorted(nodes)
         if len(chosen) > 8:
@@ -172,7 +172,7 @@ def sample_examples(kg: KnowledgeGraph, question: TrainingQuestion, index: int, 
             negatives.append(pool.pop(rng.randrange(len(pool))))
             if len(negatives) >= wanted:
                 break
-    if settings.stop_negatives > 0:
+    if settings.stop_negatives > 0 and max(walk.path_nodes) < settings.hops:
         depth = max(walk.path_nodes)
         per_group: dict[tuple[str, bool], int] = {}
         for entity in sorted(walk.path_nodes.get(depth, ()))[:8]:
@@ -230,6 +230,11 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             unreached += 1
             continue
         examples.extend(sample_examples(kg, questions[i], i, walk, settings, rng))
+    if not examples:
+        from kgqa.errors import ConfigError
+
+        raise ConfigError(f"no training question's gold chain reaches a gold answer on this KG ({unreached} of "
+                          f"{len(questions)} tried): is it the KG the dataset is meant for?")
     train_ex = [e for e in examples if e.question not in val_ids]
     val_ex = [e for e in examples if e.question in val_ids]
     say(f"{len(train_ex)} training and {len(val_ex)} validation triples "
@@ -473,9 +478,11 @@ def answer_set_metrics(predicted: Sequence[str], gold: set[str]) -> dict[str, fl
 
 
 def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelVectors, ids: Sequence[int],
-                     questions: Sequence[TrainingQuestion], *, limit: int = 300, tau_e: float = 0.1,
+                     questions: Sequence[TrainingQuestion], *, limit: int = 300, tau_e: float = 0.02,
                      tau_p: float = 0.7, hops: int = 3) -> dict[str, Any]:
-    """Graph-mode answers for (at most ``limit`` of) the held-out questions: hit, Hits@1, F1 in percent."""
+    """Graph-mode answers for (at most ``limit`` of) the held-out questions, read as FoG's graph mode reads them by
+    default: hit, Hits@1, F1 in percent."""
+    from kgqa.steps.answers import presentable
     from kgqa.steps.foresight.graph import rank_answers
 
     chosen = list(ids)[:limit]
@@ -486,7 +493,8 @@ def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelV
         graph = expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])), hops=hops,
                        tau_e=tau_e)
         scorer.propagate(graph)
-        ranked, _ = rank_answers(graph, tau_p)
+        ranked, _ = rank_answers(graph, tau_p, within="expanded", combine="min_last", simple=False,
+                                 answerable=lambda ids: set(presentable(kg, ids)))
         for key, value in answer_set_metrics([a.entity for a in ranked], set(q.answers)).items():
             totals[key] += value
     n = max(len(chosen), 1)
