@@ -484,7 +484,7 @@ def test_cli_build_list_show_and_path(capsys: pytest.CaptureFixture[str], _priva
 
 
 @pytest.mark.parametrize("args, message", [
-    (["show", "nope"], "kgqa: error: unknown artifact 'nope'; known artifacts: relation-embeddings"),
+    (["show", "nope"], "kgqa: error: unknown artifact 'nope'; known artifacts: label-embeddings, relation-embeddings"),
     (["build", "nope", "--param", "kg=demo"], "kgqa: error: unknown artifact 'nope'"),
     (["path", "nope"], "kgqa: error: unknown artifact 'nope'"),
     (["show", "abcd1234"], "kgqa: error: no artifact in"),
