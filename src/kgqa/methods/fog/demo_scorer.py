@@ -22,7 +22,7 @@ from kgqa.steps.foresight.training import TrainingQuestion, TrainSettings, train
 
 NAME = "fog-demo-scorer"
 #: Settings for 61 questions: many epochs at a higher rate (the paper's 5 epochs assume thousands of questions).
-DEMO_SETTINGS = TrainSettings(lr=1e-3, epochs=40, batch_size=64, kappa=10, max_positives_per_layer=8, stop_negatives=3,
+DEMO_SETTINGS = TrainSettings(lr=1e-3, epochs=40, batch_size=64, kappa=10, max_positives_per_layer=8, stop_negatives=10,
                               validation_share=0.0, propagation_questions=61,
                               propagation_epochs=20, propagation_lr=1e-3, seed=0)
 
@@ -98,7 +98,7 @@ def _build(inputs: ArtifactInputs, out_dir: Path, progress: Progress) -> dict[st
 
 if NAME not in ARTIFACTS.names():
     register_artifact(ArtifactKind(
-        name=NAME, summary="FoG scorer trained on the demo questions (the demo KG's default FoG scorer)", version="5",
+        name=NAME, summary="FoG scorer trained on the demo questions (the demo KG's default FoG scorer)", version="6",
         params={"embedder": "embedder spec; default: minilm"}, resolve=_resolve, build=_build,
         load=ForesightScorer.load))
 
