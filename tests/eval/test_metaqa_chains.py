@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,30 +19,11 @@ from kgqa.kg.base import format_chain
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
 from kgqa.kg.loaders import load_into
 
-REPO = Path(__file__).resolve().parents[2]
-
 # Exact-match shares measured on the full splits (2-hop and 3-hop are exact; 1-hop misses are MetaQA artefacts:
 # same-title movies merged under one label, and gold answers cut at a comma).
 MEASURED = {(1, "dev"): 0.9486, (1, "test"): 0.9457, (2, "dev"): 1.0, (2, "test"): 1.0, (3, "dev"): 1.0,
             (3, "test"): 1.0}
 MARGIN = 0.005
-
-
-@pytest.fixture(scope="session")
-def metaqa_dir() -> Path:
-    path = Path(os.environ.get("KGQA_DATA_DIR", REPO / ".." / "shared" / "data")) / "metaqa"
-    if not (path / "kb.txt").is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MetaQA data missing at {path} (set KGQA_DATA_DIR); CI must run the data tests")
-        pytest.skip("MetaQA data not found (set KGQA_DATA_DIR)")
-    return path.resolve()
-
-
-@pytest.fixture(scope="session")
-def metaqa_kg(metaqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
-    builder = EmbeddedKGBuilder(schema="generic")
-    load_into(builder, metaqa_dir / "kb.txt", "metaqa")
-    return builder.build(tmp_path_factory.mktemp("metaqa-chains") / "kg")
 
 
 def test_chain_mapping_examples() -> None:

@@ -3,7 +3,6 @@ directory, none of them is worded with one of MetaQA's templates, and their answ
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -12,10 +11,8 @@ import pytest
 from kgqa.core import Question
 from kgqa.eval.datasets import dataset_info, dataset_names, load_dataset
 from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
-from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
-from kgqa.kg.loaders import load_into
+from kgqa.kg.embedded import EmbeddedKG
 
-REPO = Path(__file__).resolve().parents[2]
 HOPS = (1, 2, 3)
 CHECKED_PER_HOP = 20
 
@@ -31,24 +28,6 @@ def _wording(raw: str) -> str:
 
 def _load(hops: int) -> list[Question]:
     return load_dataset(f"metaqa-reworded-{hops}hop")
-
-
-@pytest.fixture(scope="module")
-def metaqa_dir() -> Path:
-    path = Path(os.environ.get("KGQA_DATA_DIR", REPO / ".." / "shared" / "data")) / "metaqa"
-    if not (path / "kb.txt").is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"MetaQA data missing at {path} (set KGQA_DATA_DIR); CI must run the data tests")
-        pytest.skip("MetaQA data not found (set KGQA_DATA_DIR)")
-    return path.resolve()
-
-
-@pytest.fixture(scope="module")
-def metaqa_kg(metaqa_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
-    # As in test_metaqa_chains.py (fixtures there are module-local): an embedded import of kb.txt, ~0.4 s.
-    builder = EmbeddedKGBuilder(schema="generic")
-    load_into(builder, metaqa_dir / "kb.txt", "metaqa")
-    return builder.build(tmp_path_factory.mktemp("metaqa-reworded") / "kg")
 
 
 @pytest.mark.parametrize("hops", HOPS)

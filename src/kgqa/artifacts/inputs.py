@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgqa import config
+from kgqa.artifacts.kinds import ArtifactInputs
 from kgqa.errors import ConfigError, KGQAError
 
 
@@ -116,3 +117,15 @@ def resolve_embedder(value: Any, *, param: str = "embedder", default: str = "min
             raise ConfigError(f"parameter {param!r} must be an embedder spec or an Embedder, not {type(value).__name__}")
     identity = {"name": str(embedder.name), "dim": int(embedder.dim)}
     return Resolved(embedder, as_json, identity)
+
+
+def kg_embedder_inputs(kg: Resolved, embedder: Resolved, **identity: Any) -> ArtifactInputs:
+    """The inputs of a kind built from a KG and an embedder (``identity`` adds what else its files depend on); the
+    KG is closed with the store when this helper's caller opened it."""
+    return ArtifactInputs(
+        params={"kg": kg.json, "embedder": embedder.json},
+        identity={"kg": kg.identity, "embedder": embedder.identity, **identity},
+        describe=lambda: {"kg": describe_kg(kg.value, kg.json), "embedder": embedder.identity},
+        resources={"kg": kg.value, "embedder": embedder.value},
+        closers=[kg.closer] if kg.closer is not None else [],
+    )

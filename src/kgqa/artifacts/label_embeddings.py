@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kgqa.artifacts.inputs import describe_kg, resolve_embedder, resolve_kg
+from kgqa.artifacts.inputs import kg_embedder_inputs, resolve_embedder, resolve_kg
 from kgqa.artifacts.kinds import ArtifactInputs, ArtifactKind, Progress, register_artifact
 from kgqa.errors import ConfigError
 
@@ -57,13 +57,7 @@ def _resolve(params: dict[str, Any]) -> ArtifactInputs:
         if kg.closer is not None:
             kg.closer()
         raise
-    return ArtifactInputs(
-        params={"kg": kg.json, "embedder": embedder.json},
-        identity={"kg": kg.identity, "embedder": embedder.identity},
-        describe=lambda: {"kg": describe_kg(kg.value, kg.json), "embedder": embedder.identity},
-        resources={"kg": kg.value, "embedder": embedder.value},
-        closers=[kg.closer] if kg.closer is not None else [],
-    )
+    return kg_embedder_inputs(kg, embedder)
 
 
 def _build(inputs: ArtifactInputs, out_dir: Path, progress: Progress) -> dict[str, Any]:

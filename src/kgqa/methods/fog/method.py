@@ -255,10 +255,7 @@ class FoG(KGQAMethod):
         if not present:
             return Prediction(error="no topic entity of the question is in the KG")
         scorer, labels = self._load(ctx)
-        use_llm = ctx.llm is not None and self.uses_llm(getattr(ctx.llm, "name", None) or "remote")
-        if self.config.mode == "graph":
-            use_llm = False
-        if not use_llm:
+        if ctx.llm is None or not self.uses_llm(getattr(ctx.llm, "name", None) or "remote"):
             graph = self._expand(question.text, [question.text], present, scorer, labels, ctx, round_=1, skip=set())
             return self._graph_answer(graph, ctx, source="graph mode")
         return self._with_llm(question, present, scorer, labels, ctx)

@@ -192,6 +192,29 @@ class TrainResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
+class _BestEpoch:
+    """Keeps the network state of the epoch with the lowest validation loss and says when to stop (``patience``
+    epochs without improvement); with no validation data every epoch is the best so far."""
+
+    def __init__(self, net: Any, patience: int, start_loss: float = math.inf) -> None:
+        self.net, self.patience = net, patience
+        self.best_loss, self.stale = start_loss, 0
+        self.state = copy.deepcopy(net.state_dict())
+
+    def update(self, loss: float, validated: bool) -> bool:
+        """Record an epoch's validation loss; True when training should stop."""
+        if not validated or loss < self.best_loss - 1e-5:
+            self.best_loss, self.stale = loss, 0
+            self.state = copy.deepcopy(self.net.state_dict())
+            return False
+        self.stale += 1
+        return self.stale >= self.patience
+
+    def restore(self) -> float:
+        self.net.load_state_dict(self.state)
+        return self.best_loss
+
+
 def _bce(torch: Any, logits: Any, labels: Any) -> Any:
     return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
 
@@ -287,7 +310,7 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             seen += len(idx)
         return {"loss": total / max(seen, 1), "accuracy": correct / max(seen, 1)}
 
-    best_state, best_val, stale = copy.deepcopy(net.state_dict()), math.inf, 0
+    best = _BestEpoch(net, settings.patience)
     for epoch in range(1, settings.epochs + 1):
         t0 = time.perf_counter()
         train_m = run_epoch(tensors["train"], True)
@@ -297,15 +320,10 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
         history.append(row)
         say(f"scorer epoch {epoch}: train loss {train_m['loss']:.4f}, validation loss {val_m['loss']:.4f}, "
             f"validation accuracy {val_m['accuracy']:.4f} ({row['seconds']:.0f} s)")
-        if not len(val_ex) or val_m["loss"] < best_val - 1e-5:
-            best_val, stale = val_m["loss"], 0
-            best_state = copy.deepcopy(net.state_dict())
-        else:
-            stale += 1
-            if stale >= settings.patience:
-                say(f"early stop after epoch {epoch}")
-                break
-    net.load_state_dict(best_state)
+        if best.update(val_m["loss"], bool(val_ex)):
+            say(f"early stop after epoch {epoch}")
+            break
+    best_val = best.restore()
     meta = {"encoder": encoder, "settings": settings.to_dict()}
     scorer = ForesightScorer(net, meta)
 
@@ -431,7 +449,7 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         return {"loss": total / max(n, 1), "accuracy": right / max(n, 1)}
 
     before = evaluate(val_graphs) if val_graphs else {}
-    best_state, best_val, stale = copy.deepcopy(net.state_dict()), before.get("loss", math.inf), 0
+    best = _BestEpoch(net, settings.patience, before.get("loss", math.inf))
     for epoch in range(1, settings.propagation_epochs + 1):
         t0 = time.perf_counter()
         net.train()
@@ -452,15 +470,10 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         history.append(row)
         say(f"propagation epoch {epoch}: train loss {row['train_loss']:.4f}, validation loss {val_m['loss']:.4f}, "
             f"validation accuracy {val_m['accuracy']:.4f} ({row['seconds']:.0f} s)")
-        if not val_graphs or val_m["loss"] < best_val - 1e-5:
-            best_val, stale = val_m["loss"], 0
-            best_state = copy.deepcopy(net.state_dict())
-        else:
-            stale += 1
-            if stale >= settings.patience:
-                say(f"early stop after propagation epoch {epoch}")
-                break
-    net.load_state_dict(best_state)
+        if best.update(val_m["loss"], bool(val_graphs)):
+            say(f"early stop after propagation epoch {epoch}")
+            break
+    best_val = best.restore()
     net.eval()
     return {"train_graphs": len(train_graphs), "validation_graphs": len(val_graphs), "train_edges": edges,
             "val_loss_before": before.get("loss"), "val_loss_best": best_val}
