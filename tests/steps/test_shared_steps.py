@@ -96,6 +96,15 @@ def test_entity_pruning_keeps_named_candidates_and_reports_nameless_ones() -> No
     with pytest.raises(ConfigError, match="needs an embedder"):
         EntityPruner("embedding", top_k=1)
 
+    bm25 = EntityPruner("bm25", top_k=3).prune("the film Memento from 2000", candidates, trace=ctx.trace)
+    assert bm25.ok and (bm25.value or [])[0].name == "Memento" and (bm25.value or [])[0].score == 1.0
+    assert all(e.score == 0.0 for e in (bm25.value or [])[1:])  # no word of the question in the other names
+
+    ctx, model, _ = context(kg, lambda p: {"scores": [{"id": 1, "score": 1.0}]})
+    EntityPruner("llm", top_k=1, llm=ctx.llm, prompts=PROMPTS, max_tokens=40, temperature=0.4,
+                 seed=7).prune("?", candidates)
+    assert model.history[0].params == {"max_tokens": 40, "temperature": 0.4, "seed": 7}
+
 
 def test_answer_items_evidence_and_candidate_choice() -> None:
     kg = shared_movie_kg()

@@ -1,7 +1,8 @@
 """Entity pruning: score candidate entities against the question and keep the top k (ToG's and PoG's entity step).
 
 Like relation pruning, the scorer is a choice: ``embedding`` (cosine of the question with the entity's name, no LLM
-call) or ``llm`` (the model scores the numbered names; the prompt belongs to the calling method). Nameless nodes (CVTs)
+call), ``bm25`` (BM25 of the question over the candidates' names, ToG's cheapest option; no LLM call, no embedder) or
+``llm`` (the model scores the numbered names; the prompt belongs to the calling method). Nameless nodes (CVTs)
 cannot be judged by name: they are kept apart and reported, never scored as if their id were a name.
 """
 
@@ -48,14 +49,22 @@ class ScoredEntity:
     score: float
 
 
-class EntityPruner:
-    """Keeps the ``top_k`` named candidates that best fit the question, best first; ties keep the given order."""
+EntityScorer = Literal["embedding", "bm25", "llm"]
 
-    def __init__(self, kind: Literal["embedding", "llm"], *, top_k: int, llm: ChatModel | None = None,
+
+class EntityPruner:
+    """Keeps the ``top_k`` named candidates that best fit the question, best first; ties keep the given order.
+
+    ``max_tokens``, ``temperature`` and ``seed`` are the LLM scorer's reply budget and sampling (None: the backend's
+    defaults).
+    """
+
+    def __init__(self, kind: EntityScorer, *, top_k: int, llm: ChatModel | None = None,
                  embedder: Embedder | None = None, prompts: PromptBook | None = None,
-                 prompt: str = "prune_entities", step: str = "prune_entities") -> None:
-        if kind not in ("embedding", "llm"):
-            raise ConfigError(f"entity pruner {kind!r} is not one of embedding, llm")
+                 prompt: str = "prune_entities", step: str = "prune_entities", max_tokens: int | None = None,
+                 temperature: float | None = None, seed: int | None = None) -> None:
+        if kind not in ("embedding", "bm25", "llm"):
+            raise ConfigError(f"entity pruner {kind!r} is not one of embedding, bm25, llm")
         if top_k < 1:
             raise ConfigError(f"entity pruning needs top_k >= 1, got {top_k}")
         if kind == "llm" and (llm is None or prompts is None):
@@ -64,6 +73,7 @@ class EntityPruner:
             raise ConfigError("entity pruner 'embedding' needs an embedder (e.g. --embedder minilm)")
         self.kind, self.top_k, self.llm, self.embedder = kind, top_k, llm, embedder
         self.prompts, self.prompt, self.step = prompts, prompt, step
+        self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
 
     def prune(self, question: str, candidates: Sequence[Candidate], *, trace: Trace | None = None,
               **prompt_vars: str) -> StepResult[list[ScoredEntity]]:
@@ -75,6 +85,13 @@ class EntityPruner:
             assert self.embedder is not None
             scores = cosine_scores(self.embedder, question, [c.name or "" for c in named])
             result = StepResult.success([ScoredEntity(c.id, c.name or "", s) for c, s in zip(named, scores, strict=True)])
+        elif self.kind == "bm25":
+            from kgqa.text.bm25 import BM25Index
+
+            raw = BM25Index([c.name or "" for c in named]).scores(question)
+            top = float(raw.max()) if len(raw) else 0.0
+            result = StepResult.success([ScoredEntity(c.id, c.name or "", float(x) / top if top > 0 else 0.0)
+                                         for c, x in zip(named, raw, strict=True)])
         else:
             result = self._llm_scores(question, named, prompt_vars)
         order = {c.id: i for i, c in enumerate(named)}
@@ -92,7 +109,8 @@ class EntityPruner:
         assert self.llm is not None and self.prompts is not None
         listing = "\n".join(f"{i}. {c.name}" for i, c in enumerate(named, start=1))
         reply = ask_reply(self.llm, self.prompts, self.prompt, EntityScores, step=self.step, question=question,
-                          candidates=listing, top_k=str(self.top_k), **prompt_vars)
+                          candidates=listing, top_k=str(self.top_k), max_tokens=self.max_tokens,
+                          temperature=self.temperature, seed=self.seed, **prompt_vars)
         if not reply.ok or reply.value is None:
             return StepResult.failed(reply.failure or "no scores", [ScoredEntity(c.id, c.name or "", 0.0) for c in named])
         scores = {s.id: s.score for s in reply.value.scores if 1 <= s.id <= len(named)}

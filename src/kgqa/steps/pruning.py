@@ -179,7 +179,8 @@ class RelationPruner:
     """Keeps the top k candidates, best first. Ties keep the KG's order, so runs repeat."""
 
     def __init__(self, config: PruningConfig, *, llm: ChatModel | None = None, embedder: Embedder | None = None,
-                 prompts: PromptBook | None = None, prompt: str = "prune_relations", step: str = "prune") -> None:
+                 prompts: PromptBook | None = None, prompt: str = "prune_relations", step: str = "prune",
+                 temperature: float | None = None, seed: int | None = None) -> None:
         if config.kind in ("llm", "hybrid") and (llm is None or prompts is None):
             raise ConfigError(f"relation pruner {config.kind!r} needs a chat model and a prompt book")
         if config.kind in ("embedding", "hybrid") and embedder is None:
@@ -190,6 +191,9 @@ class RelationPruner:
         self.prompts = prompts
         self.prompt = prompt
         self.step = step
+        #: Sampling of the LLM scorer (None: the backend's default, temperature 0); ToG explores at 0.4, seeded.
+        self.temperature = temperature
+        self.seed = seed
 
     @property
     def max_tokens(self) -> int:
@@ -251,7 +255,8 @@ class RelationPruner:
         event["shown"] = len(shown)
         listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(shown, start=1))
         reply = ask_reply(self.llm, self.prompts, self.prompt, RelationChoice, step=self.step,
-                          max_tokens=self.max_tokens, question=question, chain=describe_chain(topic_names, chain),
+                          max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
+                          question=question, chain=describe_chain(topic_names, chain),
                           candidates=listing, top_k=str(k), **prompt_vars)
         picked: list[Hop] = []
         if reply.ok and reply.value is not None:

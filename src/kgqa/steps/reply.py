@@ -47,12 +47,15 @@ class StepResult(Generic[T]):
 
 
 def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
-              max_tokens: int | None = None, **variables: Any) -> StepResult[M]:
+              max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
+              **variables: Any) -> StepResult[M]:
     """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
 
     ``max_tokens`` is the reply budget of this step (the first ask and the re-ask); ``None`` leaves the backend's
     default (512). Budget what the schema needs, so a small model that rambles is stopped early: a list of k relation
     names about 16 + 24k tokens, a judgement with a one-sentence reason under 100, a chain of thought a few hundred.
+    ``temperature`` and ``seed`` are passed on when given (ToG explores at 0.4, seeded); ``None`` keeps the backend's
+    defaults (temperature 0).
 
     An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
     (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`
@@ -63,6 +66,10 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     params: dict[str, Any] = {}
     if max_tokens is not None:
         params["max_tokens"] = max_tokens
+    if temperature is not None:
+        params["temperature"] = temperature
+    if seed is not None:
+        params["seed"] = seed
     try:
         return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, **params))
     except StructuredOutputError as exc:

@@ -1,0 +1,375 @@
+"""PoG (Plan-on-Graph, Chen et al., NeurIPS 2024): sub-objectives, adaptive exploration, memory and reflection.
+
+One call decomposes the question into sub-objectives. Then, per round: relation selection for every frontier entity
+(the ``width`` relations most useful for the question and its sub-objectives), entity pruning over every neighbour the
+kept relations reach (above ``prefilter_entities`` candidates, the most similar to the question by sentence embedding
+first; then the ``width`` most useful chosen), a memory update (the LLM records each sub-objective's status and the
+evidence for it), a reasoning step replying JSON (sufficient or not, answers, reason) and, when not sufficient,
+reflection: go on from the frontier, add entities the pruning left out, or go back to entities of earlier rounds (at
+most ``max_reverse`` times). When the rounds are exhausted the model answers alone (grounding ``parametric``).
+
+Defaults as the paper and its code: depth 4, width 3, 70 candidates before pruning, 5 reverse steps, temperature 0.3.
+
+Where kgqa differs from PoG's code, and why:
+
+* Relation and entity pruning use kgqa's shared scorers: the model names the ``width`` best relations / scores the
+  candidates (``relation_pruner`` and ``entity_pruner``: ``auto`` is the embedding scorer for an offline local model
+  and the LLM otherwise, as for every kgqa method). PoG's model writes its selections in free text.
+* The candidates above ``prefilter_entities`` are ranked by the run's embedder when there is one, else by word overlap;
+  PoG uses SBERT.
+* Nameless mediator (CVT) nodes among the candidates cannot be judged by name: up to ``width`` of them join the
+  frontier as they are, shown as ``[mediator id]`` (PoG's code keeps only named ``m.`` ids).
+* Memory, reasoning and reflection reply JSON validated against a model, with a budget per step (``memory_tokens``,
+  ``reason_tokens``, ``reflect_tokens``); an unreadable reply is recorded and treated as "not sufficient" /
+  "continue", never as an answer.
+* Reflection is one call choosing ``continue``, ``add`` (entities left out by pruning this round) or ``backtrack``
+  (entities reached in earlier rounds), the candidates numbered ``A1..`` and ``B1..``. Going back returns the walk to
+  the depth of the chosen entities, so exploration can go deeper from there; ``max_rounds`` (ours) bounds the rounds.
+* Answers are linked to the nodes the model was shown by name; grounding is ``synthesis`` when at least one is, else
+  ``parametric`` (PoG reports no grounding).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.errors import KGError
+from kgqa.llm.base import LLMError
+from kgqa.llm.prompts import PromptBook
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.registry import register_method
+from kgqa.steps.entities import Candidate, EntityPruner
+from kgqa.steps.pruning import (
+    PrunerChoice,
+    PruningConfig,
+    RelationPruner,
+    cosine_scores,
+    lexical_scores,
+    pruner_needs_embedder,
+    resolve_pruner,
+)
+from kgqa.steps.reply import ask_reply
+from kgqa.steps.walks import (
+    WalkPath,
+    entity_hops,
+    hop_neighbours,
+    link_answers,
+    linked_nodes,
+    node_label,
+    path_evidence,
+    verbalize_triples,
+)
+
+PROMPTS = PromptBook.for_package("kgqa.methods.pog")
+EntityPrunerChoice = Literal["auto", "llm", "embedding", "bm25"]
+
+
+class SubObjectives(BaseModel):
+    subobjectives: list[str] = Field(description="short sub-objectives, in the order to solve them")
+
+
+class SubObjectiveState(BaseModel):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    subobjective: str
+    solved: bool = False
+    evidence: str = ""
+
+
+class Memory(BaseModel):
+    """The status of each sub-objective and the evidence found for it."""
+
+    status: list[SubObjectiveState]
+
+
+class Sufficiency(BaseModel):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    sufficient: bool
+    answers: list[str] = Field(default_factory=list, description="answer names, best first (empty when not sufficient)")
+    reason: str = ""
+
+
+class Reflection(BaseModel):
+    action: Literal["continue", "add", "backtrack"]
+    entities: list[str] = Field(default_factory=list, description="labels such as A1 or B2 of the entities chosen")
+    reason: str = ""
+
+
+class PoGConfig(MethodConfig):
+    """PoG's hyperparameters, defaulting to the paper's (depth 4, width 3, 70 candidates, 5 reverse steps, 0.3)."""
+
+    depth: int = Field(default=4, ge=1, description="maximum exploration depth")
+    width: int = Field(default=3, ge=1, description="relations kept per entity and entities kept per round")
+    prefilter_entities: int = Field(default=70, ge=1, description="above this many candidates, the most similar to "
+                                                                  "the question are kept before pruning")
+    max_reverse: int = Field(default=5, ge=0, description="times reflection may go back to earlier entities")
+    max_rounds: int = Field(default=8, ge=1, description="exploration rounds at most (ours; bounds add/backtrack)")
+    relation_pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local "
+                                                                      "models, llm otherwise")
+    entity_pruner: EntityPrunerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
+                                                                          "models, llm otherwise")
+    prefilter: int = Field(default=30, ge=1, description="most relations one selection prompt lists")
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0, description="temperature of every call")
+    neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
+    decompose_tokens: int = Field(default=96, ge=16)
+    relation_tokens: int | None = Field(default=None, ge=1, description="None: 16 + 24 per relation")
+    entity_tokens: int = Field(default=200, ge=16)
+    memory_tokens: int = Field(default=200, ge=16)
+    reason_tokens: int = Field(default=128, ge=16)
+    reflect_tokens: int = Field(default=64, ge=16)
+    answer_tokens: int = Field(default=256, ge=16)
+    max_triples_shown: int = Field(default=60, ge=1)
+    max_options: int = Field(default=10, ge=1, description="entities offered per list to reflection")
+    max_answers: int = Field(default=20, ge=1)
+
+
+def _resolve_entity_pruner(choice: str, llm: str | None) -> Literal["llm", "embedding", "bm25"]:
+    from kgqa.llm import is_local_spec
+
+    if choice == "auto":
+        return "embedding" if is_local_spec(llm) else "llm"
+    return choice  # type: ignore[return-value]
+
+
+@register_method("pog")
+class PoG(KGQAMethod):
+    """Plan-on-Graph (see the module docstring)."""
+
+    name = "pog"
+    summary = "Plan-on-Graph: sub-objectives, relation and entity pruning, memory, reasoning and reflection"
+    Config: ClassVar[type[MethodConfig]] = PoGConfig
+    config: PoGConfig
+
+    def needs(self, llm: str | None = None) -> Needs:
+        relation = resolve_pruner(self.config.relation_pruner, llm)
+        entity = _resolve_entity_pruner(self.config.entity_pruner, llm)
+        return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
+
+    def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        try:
+            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
+        except KGError as exc:
+            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
+        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
+                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
+        if not topics:
+            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        try:
+            return self._explore(question, ctx, [WalkPath.start(t.id) for t in topics])
+        except (KGError, LLMError) as exc:
+            return self._direct(question, ctx, f"{type(exc).__name__} during exploration: {exc}")
+
+    # -- the loop --------------------------------------------------------------------------------------------------
+
+    def _explore(self, question: Question, ctx: MethodContext, frontier: list[WalkPath]) -> Prediction:
+        cfg = self.config
+        subobjectives = self._decompose(question, ctx)
+        llm_name = getattr(ctx.llm, "name", None)
+        relations = RelationPruner(
+            PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
+                          prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
+            llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="pog.relations", temperature=cfg.temperature,
+            seed=ctx.seed)
+        entities = EntityPruner(_resolve_entity_pruner(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
+                                embedder=ctx.embedder, prompts=PROMPTS, step="pog.entities",
+                                max_tokens=cfg.entity_tokens, temperature=cfg.temperature, seed=ctx.seed)
+        goals = "\n".join(f"{i}. {s}" for i, s in enumerate(subobjectives, start=1))
+        memory = "(empty)"
+        gathered: list[WalkPath] = []  # every path selected in any round
+        earlier: list[WalkPath] = []  # frontier paths of earlier rounds (reflection may go back to them)
+        reverses = 0
+        visited = {p.end for p in frontier}  # a node selected once is not offered again (going back explores anew)
+        for round_no in range(1, cfg.max_rounds + 1):
+            frontier = [p for p in frontier if len(p.hops) < cfg.depth]
+            if not frontier:
+                return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
+            selected, left_out = self._expand(question, ctx, frontier, relations, entities, goals, round_no, visited)
+            if not selected:
+                ctx.trace.add("pog.dead_end", round=round_no)
+                if not earlier or reverses >= cfg.max_reverse:
+                    return self._direct(question, ctx, "no candidate entity left")
+                # Nothing to go on from: go back to the latest earlier entities, as reflection would.
+                reverses += 1
+                frontier = earlier[-cfg.width:]
+                continue
+            gathered.extend(selected)
+            visited.update(p.end for p in selected)
+            memory = self._update_memory(question, ctx, goals, memory, gathered, round_no)
+            done = self._reason(question, ctx, memory, gathered, round_no)
+            if done is not None:
+                return done
+            earlier.extend(frontier)
+            frontier = selected
+            action, chosen = self._reflect(question, ctx, goals, memory, selected, left_out, earlier,
+                                           reverses < cfg.max_reverse, round_no)
+            if action == "add":
+                frontier = selected + [p for p in chosen if p not in selected]
+            elif action == "backtrack":
+                reverses += 1
+                frontier = chosen
+        return self._direct(question, ctx, f"{cfg.max_rounds} rounds without sufficient knowledge")
+
+    def _decompose(self, question: Question, ctx: MethodContext) -> list[str]:
+        reply = ask_reply(ctx.llm, PROMPTS, "decompose", SubObjectives, step="pog.decompose",
+                          max_tokens=self.config.decompose_tokens, temperature=self.config.temperature,
+                          seed=ctx.seed, question=question.text)
+        goals = [s.strip() for s in (reply.value.subobjectives if reply.ok and reply.value else []) if s.strip()][:5]
+        event = ctx.trace.add("pog.decompose", subobjectives=goals)
+        if not goals:
+            event["failure"] = reply.failure or "no sub-objective"
+            goals = [question.text]  # the question itself is the one objective
+        return goals
+
+    def _expand(self, question: Question, ctx: MethodContext, frontier: list[WalkPath], relations: RelationPruner,
+                entities: EntityPruner, goals: str, round_no: int, visited: set[str],
+                ) -> tuple[list[WalkPath], list[WalkPath]]:
+        """One round of relation selection and entity pruning: the paths kept, and the named ones left out."""
+        cfg = self.config
+        kg = ctx.kg
+        names = kg.names([p.end for p in frontier])
+        candidates: dict[str, WalkPath] = {}
+        for path in frontier:
+            hops = entity_hops(kg, path.end, exclude=path.back_hop())
+            if not hops:
+                continue
+            label = names.get(path.end) or path.end
+            kept = relations.prune(question.text, [label], (), hops, trace=ctx.trace, entity=label,
+                                   subobjectives=goals).value or []
+            for scored in kept:
+                for node in hop_neighbours(kg, path.end, scored.hop, limit=cfg.neighbour_limit,
+                                           visited=visited.union(path.nodes)):
+                    candidates.setdefault(node, path.extend(scored.hop, node))
+        nodes = list(candidates)
+        node_names = kg.names(nodes)
+        named = [n for n in nodes if node_names.get(n)]
+        nameless = [n for n in nodes if not node_names.get(n)][: cfg.width]
+        shown = named
+        if len(named) > cfg.prefilter_entities:
+            query = question.text
+            texts = [node_names.get(n) or "" for n in named]
+            scores = (cosine_scores(ctx.embedder, query, texts) if ctx.embedder is not None
+                      else lexical_scores(query, texts))
+            order = sorted(range(len(named)), key=lambda i: (-scores[i], i))
+            shown = [named[i] for i in order[: cfg.prefilter_entities]]
+        kept_ids: list[str] = []
+        if len(shown) <= cfg.width:
+            kept_ids = list(shown)
+        elif shown:
+            result = entities.prune(question.text, [Candidate(n, node_names.get(n)) for n in shown], trace=ctx.trace,
+                                    subobjectives=goals)
+            kept_ids = [e.id for e in result.value or []]
+        selected = [candidates[n] for n in [*kept_ids, *nameless]]
+        left_out = [candidates[n] for n in shown if n not in kept_ids]
+        ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(nodes),
+                      prefiltered=len(shown) if len(named) > cfg.prefilter_entities else None,
+                      selected=verbalize_triples(kg, [p.triples[-1] for p in selected]), left_out=len(left_out))
+        return selected, left_out
+
+    def _triples(self, ctx: MethodContext, gathered: list[WalkPath]) -> tuple[list[str], list[str]]:
+        triples = list(dict.fromkeys(t for p in gathered for t in p.triples))[-self.config.max_triples_shown:]
+        return verbalize_triples(ctx.kg, triples), [n for h, _, t in triples for n in (h, t)]
+
+    def _update_memory(self, question: Question, ctx: MethodContext, goals: str, memory: str,
+                       gathered: list[WalkPath], round_no: int) -> str:
+        lines, _ = self._triples(ctx, gathered)
+        reply = ask_reply(ctx.llm, PROMPTS, "update_memory", Memory, step="pog.memory",
+                          max_tokens=self.config.memory_tokens, temperature=self.config.temperature, seed=ctx.seed,
+                          question=question.text, subobjectives=goals, memory=memory, triples="\n".join(lines))
+        event = ctx.trace.add("pog.memory", round=round_no)
+        if not reply.ok or reply.value is None:
+            event["failure"] = reply.failure
+            return memory  # the old memory stands; the triples are shown to reasoning anyway
+        text = "\n".join(f"- {s.subobjective}: {'solved' if s.solved else 'open'}"
+                         + (f" ({s.evidence})" if s.evidence else "") for s in reply.value.status) or "(empty)"
+        event["memory"] = text
+        return text
+
+    def _reason(self, question: Question, ctx: MethodContext, memory: str, gathered: list[WalkPath],
+                round_no: int) -> Prediction | None:
+        lines, nodes = self._triples(ctx, gathered)
+        reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="pog.reason",
+                          max_tokens=self.config.reason_tokens, temperature=self.config.temperature, seed=ctx.seed,
+                          question=question.text, memory=memory, triples="\n".join(lines))
+        event = ctx.trace.add("pog.reason", round=round_no)
+        if not reply.ok or reply.value is None:
+            event.update(sufficient=False, failure=reply.failure)
+            return None
+        event.update(sufficient=reply.value.sufficient, answers=reply.value.answers, reason=reply.value.reason)
+        if not reply.value.sufficient or not reply.value.answers:
+            return None
+        items = link_answers(ctx.kg, reply.value.answers, nodes)[: self.config.max_answers]
+        ends = linked_nodes(items, nodes, ctx.kg)
+        grounding = Grounding.SYNTHESIS if ends else Grounding.PARAMETRIC
+        ctx.trace.add("answer", stage="reasoning", grounding=str(grounding), linked=len(ends), answers=len(items))
+        return Prediction(answers=items, grounding=grounding, evidence=path_evidence(gathered, ends))
+
+    def _reflect(self, question: Question, ctx: MethodContext, goals: str, memory: str, selected: list[WalkPath],
+                 left_out: list[WalkPath], earlier: list[WalkPath], may_reverse: bool,
+                 round_no: int) -> tuple[str, list[WalkPath]]:
+        cfg = self.config
+        add = left_out[: cfg.max_options]
+        back = list({p.end: p for p in earlier}.values())[-cfg.max_options:] if may_reverse else []
+        names = ctx.kg.names([p.end for p in [*selected, *add, *back]])
+
+        def listing(prefix: str, paths: list[WalkPath]) -> str:
+            return "\n".join(f"{prefix}{i}. {node_label(p.end, names)}" for i, p in enumerate(paths, start=1)) or "(none)"
+
+        reply = ask_reply(ctx.llm, PROMPTS, "reflect", Reflection, step="pog.reflect",
+                          max_tokens=cfg.reflect_tokens, temperature=cfg.temperature, seed=ctx.seed,
+                          question=question.text, subobjectives=goals, memory=memory,
+                          current=", ".join(node_label(p.end, names) for p in selected),
+                          left_out=listing("A", add), earlier=listing("B", back))
+        event = ctx.trace.add("pog.reflect", round=round_no)
+        if not reply.ok or reply.value is None:
+            event.update(action="continue", failure=reply.failure)
+            return "continue", []
+        action = reply.value.action
+        pool = {f"A{i}": p for i, p in enumerate(add, start=1)} if action == "add" else (
+            {f"B{i}": p for i, p in enumerate(back, start=1)} if action == "backtrack" else {})
+        chosen = [pool[label] for label in dict.fromkeys(x.strip().upper() for x in reply.value.entities) if label in pool]
+        if action != "continue" and not chosen:
+            event.update(action="continue", asked=action, ignored=reply.value.entities[:5], reason=reply.value.reason)
+            return "continue", []
+        event.update(action=action, entities=[p.end for p in chosen], reason=reply.value.reason)
+        return action, chosen
+
+    def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
+        from kgqa.llm.structured import StructuredOutputError
+
+        try:
+            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
+                                                  step="pog.generate", max_tokens=self.config.answer_tokens)
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
+        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
+                          grounding=Grounding.PARAMETRIC)
+
+    def explain(self, prediction: Prediction) -> Explanation:
+        lines: list[str] = []
+        fields: dict[str, Any] = {"rounds": []}
+        for event in prediction.trace:
+            step = event.get("step")
+            if step == "pog.decompose":
+                lines.append("sub-objectives: " + "; ".join(event.get("subobjectives") or ["(none)"]))
+                fields["subobjectives"] = event.get("subobjectives")
+            elif step == "pog.round":
+                lines.append(f"round {event['round']}: {event['candidates']} candidates, kept "
+                             + "; ".join(event["selected"]))
+                fields["rounds"].append({"round": event["round"], "selected": event["selected"]})
+            elif step == "pog.memory" and event.get("memory"):
+                lines.append("memory: " + event["memory"].replace("\n", " "))
+            elif step == "pog.reason":
+                lines.append(f"reasoning: {'sufficient' if event.get('sufficient') else 'not sufficient'}"
+                             + (f" ({event['reason']})" if event.get("reason") else ""))
+            elif step == "pog.reflect":
+                lines.append(f"reflection: {event.get('action')}"
+                             + (f" {event['entities']}" if event.get("entities") else ""))
+            elif step == "fallback":
+                lines.append(f"fallback: {event.get('cause')}")
+        return Explanation(fields=fields, lines=lines)

@@ -1,0 +1,312 @@
+"""ToG (Think-on-Graph, Sun et al., ICLR 2024): beam search over the KG with the LLM as the agent.
+
+Per depth, for every entity at the end of a beam path: relation exploration (the hops the entity opens, pruned to the
+``width`` most relevant by the relation scorer, their scores normalised to sum to 1), entity exploration (the
+neighbours each kept relation reaches; with ``sample_above`` or more, ``retain`` of them drawn at random; scored by the
+entity scorer, normalised to sum to 1), then every candidate path is scored relation score x entity score and the
+``width`` best form the next beam. A reasoning step then reads every triple gathered so far and says whether they
+suffice; if so its answers are the prediction (grounding ``synthesis`` when they name nodes it was shown). When no
+candidate is left the model answers from the triples gathered (ToG's half stop); when the depth is exhausted, from its
+own knowledge (ToG's fallback, grounding ``parametric``, the cause in the trace).
+
+Defaults as the paper and its code: width 3, depth 3, 5 retained entities per relation, temperature 0.4 exploring and
+0 reasoning.
+
+Where kgqa differs from ToG's code, and why:
+
+* Sampling is seeded: candidates are drawn by a generator seeded from the run's seed and the question id, and the
+  exploring calls carry the run's seed (ToG samples with the unseeded ``random`` module).
+* Head and tail lookups go the right way round (ToG's head-entity query template swaps its arguments), and the hop
+  straight back along the edge a path came in by is not offered again.
+* Nameless mediator (CVT) nodes stay in the walk, shown as ``[mediator id]``, so a path through a CVT (film ->
+  performance -> actor) is found (ToG drops nameless entities). They cannot be scored by name: each gets an equal share
+  of its relation's score.
+* The relation scorer asks the model for the ``width`` best relation names, best first, and scores them by rank
+  (``(k - i) / k``, normalised); ToG's model writes a score per relation. Names are shorter replies, and a small model
+  writes them more reliably. ``relation_pruner`` can be ``embedding`` or ``hybrid`` as for every kgqa method; its
+  default ``auto`` is the embedding scorer for an offline local model (a 135M model cannot rank relations) and the LLM
+  otherwise. ``entity_pruner`` likewise: ``llm`` (ToG's default), ``bm25`` or ``embedding`` (ToG's cheaper options),
+  ``auto`` as for relations.
+* Reply budgets per step (``relation_tokens``, ``entity_tokens``, ``reason_tokens``, ``answer_tokens``); ToG's code
+  caps every reply at 256 tokens.
+* The reasoning reply is JSON ``{"sufficient", "answers", "reason"}``, one call (ToG's reply is free text starting with
+  ``{Yes}`` or ``{No}``, the answer extracted from it).
+* Neighbours per hop are read up to ``neighbour_limit`` (ToG reads all); the trace counts what the limit cut.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.errors import KGError
+from kgqa.llm.base import LLMError
+from kgqa.llm.prompts import PromptBook
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.registry import register_method
+from kgqa.steps.entities import Candidate, EntityPruner
+from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
+from kgqa.steps.relations import describe_hop
+from kgqa.steps.reply import ask_reply
+from kgqa.steps.walks import (
+    WalkPath,
+    entity_hops,
+    hop_neighbours,
+    link_answers,
+    linked_nodes,
+    path_evidence,
+    seeded_sample,
+    verbalize_triples,
+)
+
+PROMPTS = PromptBook.for_package("kgqa.methods.tog")
+EntityPrunerChoice = Literal["auto", "llm", "embedding", "bm25"]
+
+
+class Sufficiency(BaseModel):
+    """Whether the triples suffice, the answers they give, and why."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    sufficient: bool
+    answers: list[str] = Field(default_factory=list, description="answer names, best first (empty when not sufficient)")
+    reason: str = ""
+
+
+class ToGConfig(MethodConfig):
+    """ToG's hyperparameters, defaulting to the paper's (width 3, depth 3, 5 entities retained per relation)."""
+
+    width: int = Field(default=3, ge=1, description="beam width N: relations kept per entity and paths kept per depth")
+    depth: int = Field(default=3, ge=1, description="maximum depth D_max")
+    retain: int = Field(default=5, ge=1, description="entities retained per relation (ToG's num_retain_entity)")
+    sample_above: int | None = Field(default=20, ge=1, description="with this many neighbours or more, draw `retain` "
+                                                                    "of them at random, seeded (None: never sample)")
+    relation_pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local "
+                                                                      "models, llm otherwise")
+    entity_pruner: EntityPrunerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
+                                                                          "models, llm otherwise")
+    prefilter: int = Field(default=30, ge=1, description="most relations one pruning prompt lists (the most similar "
+                                                         "to the question first)")
+    explore_temperature: float = Field(default=0.4, ge=0.0, le=2.0, description="temperature of the pruning calls")
+    reason_temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="temperature of reasoning and answers")
+    neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
+    relation_tokens: int | None = Field(default=None, ge=1, description="reply budget of relation pruning (None: 16 "
+                                                                        "+ 24 per relation)")
+    entity_tokens: int = Field(default=160, ge=16, description="reply budget of entity scoring")
+    reason_tokens: int = Field(default=128, ge=16, description="reply budget of the reasoning step")
+    answer_tokens: int = Field(default=256, ge=16, description="reply budget of the answer from triples or memory")
+    max_triples_shown: int = Field(default=60, ge=1, description="gathered triples shown to the reasoning step")
+    max_answers: int = Field(default=20, ge=1)
+
+
+def resolve_entity_pruner(choice: str, llm: str | None) -> Literal["llm", "embedding", "bm25"]:
+    """``auto`` is the embedding scorer for an offline local model and the LLM otherwise."""
+    from kgqa.llm import is_local_spec
+
+    if choice == "auto":
+        return "embedding" if is_local_spec(llm) else "llm"
+    return choice  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class _Candidate:
+    path: WalkPath
+    score: float
+    relation_score: float
+    entity_score: float
+
+
+@register_method("tog")
+class ToG(KGQAMethod):
+    """Think-on-Graph (see the module docstring)."""
+
+    name = "tog"
+    summary = "Think-on-Graph: LLM-guided beam search over the KG (relation and entity exploration, then reasoning)"
+    Config: ClassVar[type[MethodConfig]] = ToGConfig
+    config: ToGConfig
+
+    def needs(self, llm: str | None = None) -> Needs:
+        relation = resolve_pruner(self.config.relation_pruner, llm)
+        entity = resolve_entity_pruner(self.config.entity_pruner, llm)
+        return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
+
+    # -- the whole question ----------------------------------------------------------------------------------------
+
+    def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        cfg = self.config
+        try:
+            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
+        except KGError as exc:
+            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
+        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
+                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
+        if not topics:
+            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        llm_name = getattr(ctx.llm, "name", None)
+        relations = RelationPruner(
+            PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
+                          prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
+            llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="tog.relations",
+            temperature=cfg.explore_temperature, seed=ctx.seed)
+        entities = EntityPruner(resolve_entity_pruner(cfg.entity_pruner, llm_name), top_k=cfg.retain, llm=ctx.llm,
+                                embedder=ctx.embedder, prompts=PROMPTS, step="tog.entities",
+                                max_tokens=cfg.entity_tokens, temperature=cfg.explore_temperature, seed=ctx.seed)
+        rng = random.Random(f"tog:{ctx.seed}:{question.id}")
+        beam = [WalkPath.start(t.id) for t in topics]
+        gathered: list[WalkPath] = []  # every path kept at every depth (ToG's cluster chains)
+        try:
+            for depth in range(1, cfg.depth + 1):
+                candidates = self._explore(question, ctx, beam, relations, entities, rng, depth)
+                if not candidates:
+                    ctx.trace.add("tog.half_stop", depth=depth, cause="no candidate entity left")
+                    return self._from_triples(question, ctx, gathered, "no candidate entity left at depth "
+                                                                       f"{depth}")
+                candidates.sort(key=lambda c: -c.score)  # stable: ties keep the exploration order
+                beam = [c.path for c in candidates[: cfg.width]]
+                gathered.extend(beam)
+                ctx.trace.add("tog.beam", depth=depth, candidates=len(candidates), kept=[
+                    {"path": verbalize_triples(ctx.kg, list(c.path.triples)), "score": round(c.score, 4)}
+                    for c in candidates[: cfg.width]])
+                done = self._reason(question, ctx, gathered, depth)
+                if done is not None:
+                    return done
+        except (KGError, LLMError) as exc:
+            return self._direct(question, ctx, f"{type(exc).__name__} during exploration: {exc}")
+        return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
+
+    # -- one depth -------------------------------------------------------------------------------------------------
+
+    def _explore(self, question: Question, ctx: MethodContext, beam: list[WalkPath], relations: RelationPruner,
+                 entities: EntityPruner, rng: random.Random, depth: int) -> list[_Candidate]:
+        cfg = self.config
+        kg = ctx.kg
+        names = kg.names([p.end for p in beam])
+        out: list[_Candidate] = []
+        for path in beam:
+            entity = path.end
+            hops = entity_hops(kg, entity, exclude=path.back_hop())
+            if not hops:
+                continue
+            label = names.get(entity) or entity
+            pruned = relations.prune(question.text, [label], (), hops, trace=ctx.trace, entity=label)
+            kept = pruned.value or []
+            total = sum(max(s.score, 0.0) for s in kept)
+            for scored in kept:
+                relation_score = max(scored.score, 0.0) / total if total > 0 else 1.0 / len(kept)
+                reached = hop_neighbours(kg, entity, scored.hop, limit=cfg.neighbour_limit, visited=path.nodes)
+                sampled = reached
+                if cfg.sample_above is not None and len(reached) >= cfg.sample_above:
+                    sampled = seeded_sample(reached, cfg.retain, rng)
+                event = ctx.trace.add("tog.neighbours", depth=depth, entity=entity, relation=describe_hop(scored.hop),
+                                      reached=len(reached), sampled=len(sampled) if sampled is not reached else None)
+                for node, entity_score in self._score_entities(question, ctx, entities, label, scored.hop, sampled,
+                                                               event):
+                    out.append(_Candidate(path.extend(scored.hop, node), relation_score * entity_score,
+                                          relation_score, entity_score))
+        return out
+
+    def _score_entities(self, question: Question, ctx: MethodContext, entities: EntityPruner, label: str, hop: Any,
+                        nodes: list[str], event: dict[str, Any]) -> list[tuple[str, float]]:
+        """(node, score) for at most ``retain`` nodes, scores summing to 1; a single node scores 1 without a call."""
+        if len(nodes) <= 1:
+            return [(n, 1.0) for n in nodes]
+        names = ctx.kg.names(nodes)
+        named = [Candidate(n, names.get(n)) for n in nodes if names.get(n)]
+        nameless = [n for n in nodes if not names.get(n)]
+        share = 1.0 / len(nodes)
+        scored: list[tuple[str, float]] = [(n, share) for n in nameless]  # a CVT gets an equal share of its relation
+        if len(named) == 1:
+            scored.append((named[0].id, share))
+        elif named:
+            result = entities.prune(question.text, named, trace=ctx.trace, entity=label, relation=describe_hop(hop))
+            kept = result.value or []
+            total = sum(max(e.score, 0.0) for e in kept)
+            named_share = len(named) / len(nodes)
+            for e in kept:
+                weight = max(e.score, 0.0) / total if total > 0 else 1.0 / len(kept)
+                scored.append((e.id, weight * named_share))
+        scored.sort(key=lambda x: -x[1])
+        event["kept"] = len(scored[: self.config.retain])
+        return scored[: self.config.retain]
+
+    # -- reasoning and answers -------------------------------------------------------------------------------------
+
+    def _triples(self, ctx: MethodContext, gathered: list[WalkPath]) -> tuple[list[str], list[str]]:
+        """The distinct triples of the gathered paths in words (the newest last, at most ``max_triples_shown``), and
+        every node they mention."""
+        triples = list(dict.fromkeys(t for p in gathered for t in p.triples))[-self.config.max_triples_shown:]
+        nodes = [n for h, _, t in triples for n in (h, t)]
+        return verbalize_triples(ctx.kg, triples), nodes
+
+    def _reason(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], depth: int) -> Prediction | None:
+        lines, nodes = self._triples(ctx, gathered)
+        reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="tog.reason",
+                          max_tokens=self.config.reason_tokens, temperature=self.config.reason_temperature,
+                          question=question.text, triples="\n".join(lines))
+        event = ctx.trace.add("tog.reason", depth=depth, triples=len(lines))
+        if not reply.ok or reply.value is None:
+            event["failure"] = reply.failure
+            event["sufficient"] = False
+            return None
+        event.update(sufficient=reply.value.sufficient, answers=reply.value.answers, reason=reply.value.reason)
+        if not reply.value.sufficient or not reply.value.answers:
+            return None
+        return self._prediction(ctx, reply.value.answers, gathered, nodes, "reasoning")
+
+    def _from_triples(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], cause: str) -> Prediction:
+        """ToG's half stop: the model answers from the triples gathered so far and its own knowledge."""
+        if not gathered:
+            return self._direct(question, ctx, cause)
+        lines, nodes = self._triples(ctx, gathered)
+        from kgqa.llm.structured import StructuredOutputError
+
+        try:
+            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "answer_from_triples", question.text,
+                                                  reasoning=True, step="tog.answer",
+                                                  max_tokens=self.config.answer_tokens, triples="\n".join(lines))
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        ctx.trace.add("tog.answer", cause=cause, reasoning=reasoning, answers=answers)
+        return self._prediction(ctx, answers, gathered, nodes, "half stop")
+
+    def _prediction(self, ctx: MethodContext, answers: list[str], gathered: list[WalkPath], nodes: list[str],
+                    stage: str) -> Prediction:
+        items = link_answers(ctx.kg, answers, nodes)[: self.config.max_answers]
+        ends = linked_nodes(items, nodes, ctx.kg)
+        grounding = Grounding.SYNTHESIS if ends else Grounding.PARAMETRIC
+        ctx.trace.add("answer", stage=stage, grounding=str(grounding), linked=len(ends), answers=len(items))
+        return Prediction(answers=items, grounding=grounding, evidence=path_evidence(gathered, ends))
+
+    def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
+        """ToG's fallback: the LLM alone (grounding ``parametric``)."""
+        from kgqa.llm.structured import StructuredOutputError
+
+        try:
+            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
+                                                  step="tog.generate", max_tokens=self.config.answer_tokens)
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
+        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
+                          grounding=Grounding.PARAMETRIC)
+
+    def explain(self, prediction: Prediction) -> Explanation:
+        lines: list[str] = []
+        beams = [e for e in prediction.trace if e.get("step") == "tog.beam"]
+        for event in beams:
+            lines.append(f"depth {event['depth']}: {event['candidates']} candidates, kept")
+            lines += [f"  {k['score']:.3f}  " + " -> ".join(k["path"]) for k in event["kept"]]
+        for event in prediction.trace:
+            if event.get("step") == "tog.reason":
+                verdict = "sufficient" if event.get("sufficient") else "not sufficient"
+                lines.append(f"reasoning at depth {event['depth']}: {verdict}"
+                             + (f" ({event['reason']})" if event.get("reason") else "")
+                             + (f" [unreadable: {event['failure']}]" if event.get("failure") else ""))
+            elif event.get("step") in ("fallback", "tog.half_stop"):
+                lines.append(f"{event['step']}: {event.get('cause')}")
+        return Explanation(fields={"beams": [{"depth": e["depth"], "kept": e["kept"]} for e in beams]}, lines=lines)
