@@ -29,8 +29,7 @@ def _first_scores(prompt):  # type: ignore[no-untyped-def]
 BASE = {
     "pog.decompose": {"subobjectives": ["Find the films of Christopher Nolan", "Find the year of each"]},
     "pog.entities": _first_scores,
-    "pog.memory": {"status": [{"subobjective": "Find the films of Christopher Nolan", "solved": True,
-                               "evidence": "Interstellar"}]},
+    "pog.memory": {"solved": [1], "known": "Nolan directed films."},
     "pog.generate": {"reasoning": "from memory", "answers": ["Guess"]},
 }
 
@@ -79,6 +78,9 @@ def test_reflection_adds_a_left_out_film_and_the_answer_follows_with_its_evidenc
     assert model.prompts("pog.relations")[0].params["temperature"] == 0.3
     lines = method.explain(prediction).lines
     assert lines[0].startswith("sub-objectives: Find the films") and "reflection: add ['m.inception']" in lines
+    memory = next(e for e in prediction.trace if e["step"] == "pog.memory")["memory"]
+    assert memory == ("1. Find the films of Christopher Nolan: solved\n2. Find the year of each: open\n"
+                      "Known: Nolan directed films.")
 
 
 def test_backtracking_returns_to_earlier_entities_at_most_max_reverse_times() -> None:

@@ -19,6 +19,9 @@ Where kgqa differs from PoG's code, and why:
   PoG uses SBERT.
 * Nameless mediator (CVT) nodes among the candidates cannot be judged by name: up to ``width`` of them join the
   frontier as they are, shown as ``[mediator id]`` (PoG's code keeps only named ``m.`` ids).
+* The memory is a short form: the numbers of the sub-objectives solved and one sentence of what is known, rendered
+  as each sub-objective with its status (PoG's model rewrites a free-text memory per sub-objective; a 135M local model
+  could not fill a per-objective list within a short reply budget).
 * Memory, reasoning and reflection reply JSON validated against a model, with a budget per step (``memory_tokens``,
   ``reason_tokens``, ``reflect_tokens``); an unreadable reply is recorded and treated as "not sufficient" /
   "continue", never as an answer.
@@ -72,18 +75,13 @@ class SubObjectives(BaseModel):
     subobjectives: list[str] = Field(description="short sub-objectives, in the order to solve them")
 
 
-class SubObjectiveState(BaseModel):
+class Memory(BaseModel):
+    """Which sub-objectives the triples solve, and what is known so far."""
+
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    subobjective: str
-    solved: bool = False
-    evidence: str = ""
-
-
-class Memory(BaseModel):
-    """The status of each sub-objective and the evidence found for it."""
-
-    status: list[SubObjectiveState]
+    solved: list[int] = Field(default_factory=list, description="numbers of the sub-objectives solved")
+    known: str = Field(default="", description="what the triples establish, one short sentence")
 
 
 class Sufficiency(BaseModel):
@@ -119,13 +117,17 @@ class PoGConfig(MethodConfig):
     decompose_tokens: int = Field(default=96, ge=16)
     relation_tokens: int | None = Field(default=None, ge=1, description="None: 16 + 24 per relation")
     entity_tokens: int = Field(default=200, ge=16)
-    memory_tokens: int = Field(default=200, ge=16)
+    memory_tokens: int = Field(default=96, ge=16)
     reason_tokens: int = Field(default=128, ge=16)
     reflect_tokens: int = Field(default=64, ge=16)
     answer_tokens: int = Field(default=256, ge=16)
     max_triples_shown: int = Field(default=60, ge=1)
     max_options: int = Field(default=10, ge=1, description="entities offered per list to reflection")
     max_answers: int = Field(default=20, ge=1)
+
+
+def _numbered(goals: list[str]) -> str:
+    return "\n".join(f"{i}. {goal}" for i, goal in enumerate(goals, start=1))
 
 
 def _resolve_entity_pruner(choice: str, llm: str | None) -> Literal["llm", "embedding", "bm25"]:
@@ -178,7 +180,7 @@ class PoG(KGQAMethod):
         entities = EntityPruner(_resolve_entity_pruner(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
                                 embedder=ctx.embedder, prompts=PROMPTS, step="pog.entities",
                                 max_tokens=cfg.entity_tokens, temperature=cfg.temperature, seed=ctx.seed)
-        goals = "\n".join(f"{i}. {s}" for i, s in enumerate(subobjectives, start=1))
+        goals = _numbered(subobjectives)
         memory = "(empty)"
         gathered: list[WalkPath] = []  # every path selected in any round
         earlier: list[WalkPath] = []  # frontier paths of earlier rounds (reflection may go back to them)
@@ -199,7 +201,7 @@ class PoG(KGQAMethod):
                 continue
             gathered.extend(selected)
             visited.update(p.end for p in selected)
-            memory = self._update_memory(question, ctx, goals, memory, gathered, round_no)
+            memory = self._update_memory(question, ctx, subobjectives, memory, gathered, round_no)
             done = self._reason(question, ctx, memory, gathered, round_no)
             if done is not None:
                 return done
@@ -274,18 +276,21 @@ class PoG(KGQAMethod):
         triples = list(dict.fromkeys(t for p in gathered for t in p.triples))[-self.config.max_triples_shown:]
         return verbalize_triples(ctx.kg, triples), [n for h, _, t in triples for n in (h, t)]
 
-    def _update_memory(self, question: Question, ctx: MethodContext, goals: str, memory: str,
+    def _update_memory(self, question: Question, ctx: MethodContext, goals: list[str], memory: str,
                        gathered: list[WalkPath], round_no: int) -> str:
         lines, _ = self._triples(ctx, gathered)
         reply = ask_reply(ctx.llm, PROMPTS, "update_memory", Memory, step="pog.memory",
                           max_tokens=self.config.memory_tokens, temperature=self.config.temperature, seed=ctx.seed,
-                          question=question.text, subobjectives=goals, memory=memory, triples="\n".join(lines))
+                          question=question.text, subobjectives=_numbered(goals), memory=memory,
+                          triples="\n".join(lines))
         event = ctx.trace.add("pog.memory", round=round_no)
         if not reply.ok or reply.value is None:
             event["failure"] = reply.failure
             return memory  # the old memory stands; the triples are shown to reasoning anyway
-        text = "\n".join(f"- {s.subobjective}: {'solved' if s.solved else 'open'}"
-                         + (f" ({s.evidence})" if s.evidence else "") for s in reply.value.status) or "(empty)"
+        solved = set(reply.value.solved)
+        text = "\n".join(f"{i}. {goal}: {'solved' if i in solved else 'open'}" for i, goal in enumerate(goals, start=1))
+        if reply.value.known.strip():
+            text += f"\nKnown: {reply.value.known.strip()}"
         event["memory"] = text
         return text
 
