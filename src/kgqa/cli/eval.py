@@ -147,3 +147,46 @@ def report_command(run_dir: Path, no_plots: bool) -> None:
     summary = summarize_run(run_dir, report=not no_plots)
     click.echo(f"{run_dir}: {summary.get('n', 0)} questions, Hits@1 {100 * summary.get('hits@1', 0):.1f}, "
                f"F1 {100 * summary.get('f1', 0):.1f}")
+
+
+@eval_group.command("import-run")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", required=True, metavar="pog|vog|aog",
+              help="The project whose released run FILE is (docs/released-runs.md describes each format).")
+@click.option("--dataset", required=True, help="The dataset FILE answers (cwq, webqsp, grailqa, webquestions, ...).")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="The new run directory (must not exist or be empty).")
+@click.option("--split", default="test", show_default=True, help="The dataset's split FILE answers.")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Benchmark data directory (default: KGQA_DATA_DIR / config data_dir).")
+def import_run_command(file: Path, fmt: str, dataset: str, out_dir: Path, split: str, data_dir: Path | None) -> None:
+    """Score another project's released run FILE against a dataset's gold answers into a kgqa run directory.
+
+    Rows are joined to the dataset's questions by id or question text; rows matching no question are listed in
+    RUNDIR/unmatched.jsonl, repeated rows (first kept) in duplicates.jsonl, and dataset questions the file lacks in
+    missing.txt (they are not scored). Then `kgqa eval report` and `kgqa eval compare` treat RUNDIR like any run.
+    """
+    from kgqa.eval.import_run import import_run
+
+    run = import_run(file, fmt=fmt, dataset=dataset, out=out_dir, split=split, data_dir=data_dir)
+    join, summary = run.join, run.summary
+    by = join["joined_by"]
+    click.echo(f"{run.out_dir}: imported {fmt} run {file} ({join['rows']:,} rows) on {dataset}/{split}")
+    click.echo(f"joined {join['joined']:,} rows (by id {by['id']:,}, by text {by['text']:,}, by normalised text "
+               f"{by['normalised_text']:,}); unmatched rows {join['unmatched']:,}, duplicate rows {join['duplicates']:,}, "
+               f"broken rows {join['broken']:,} ({join['broken_kept']:,} scored without an answer), dataset questions missing "
+               f"{join['missing']:,}")
+    usage = run.usage
+    cost = "calls/q and tokens/q: not recorded by this file"
+    if usage["rows"]:
+        cost = f"calls/q {usage['calls_mean']:.2f}  tokens/q {usage['tokens_mean']:,.1f}"
+        if usage["rows"] < join["scored"]:
+            cost += (f" over the {usage['rows']:,} rows that record them (summary.json counts the others as 0: "
+                     f"{summary.get('llm_calls_mean', 0):.2f} / {summary.get('tokens_mean', 0):,.1f})")
+    click.echo(f"scored on {join['scored']:,} of {join['dataset_questions']:,} questions: "
+               f"Hits@1 {100 * summary.get('hits@1', 0):.1f}  F1 {100 * summary.get('f1', 0):.1f}  "
+               f"legacy Hits@1 {100 * summary.get('legacy_hits@1', 0):.1f}  KGR {100 * summary.get('kgr', 0):.1f}  {cost}")
+    for key, name in (("unmatched", "unmatched.jsonl"), ("duplicates", "duplicates.jsonl"), ("missing", "missing.txt")):
+        if join[key]:
+            click.echo(f"{key}: {run.out_dir / name}")
+    click.echo(f"report: {run.out_dir / 'report.md'}")
