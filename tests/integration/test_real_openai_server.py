@@ -113,3 +113,27 @@ def test_kgqa_eval_30_questions_4_workers(llama_server: LlamaServer, clean_env: 
     assert config["llm_structured_mode"] == "json_object_schema"  # learned from the server, recorded with the run
     assert config["llm_endpoint"]["structured_mode_source"] == "negotiated"
     print(f"eval of 30 demo questions through the server: {seconds:.1f} s")
+
+
+@pytest.mark.parametrize(("method", "settings"), [
+    ("tog", ["depth=1", "width=2", "relation_pruner=llm", "entity_pruner=llm"]),
+    ("pog", ["depth=1", "width=2", "relation_pruner=llm", "entity_pruner=llm"]),
+])
+def test_beam_search_baselines_through_the_server(llama_server: LlamaServer, clean_env: dict[str, str], tmp_path: Path,
+                                                  method: str, settings: list[str]) -> None:
+    """ToG and PoG sample while exploring (temperature 0.4 / 0.3, with the run's seed): a real server takes those
+    parameters, every call is counted once, and the method's own summary comes back."""
+    before = len(llama_server.statuses())
+    args = ["ask", "Who directed Inception?", "--method", method, "--llm", llama_server.spec(), "--json"]
+    for setting in settings:
+        args += ["--method-config", setting]
+    proc, _ = _kgqa(args, clean_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = json.loads(proc.stdout)
+    assert payload["error"] is None
+    assert payload["grounding"] in {"structured", "synthesis", "parametric"}
+    calls = payload["usage"]["calls"]
+    statuses = llama_server.statuses()[before:]
+    assert statuses.count(500) <= 1 and statuses.count(200) == calls  # sampling parameters accepted, none sent twice
+    assert calls >= 2  # exploration (relations from the topic) and at least a reasoning or fallback call
+    assert ("beams" if method == "tog" else "rounds") in payload
