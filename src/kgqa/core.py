@@ -8,6 +8,7 @@ step never needs to import a method to name what it returns.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # the KG, LLM and text layers are only named here, never impo
     from kgqa.text.base import Embedder
 
 __all__ = [
-    "GROUNDING_WEIGHTS", "AnswerItem", "GoldAnswer", "Grounding", "MethodContext", "Prediction", "Question",
+    "GROUNDING_WEIGHTS", "AnswerItem", "Audit", "GoldAnswer", "Grounding", "MethodContext", "Prediction", "Question",
     "TopicEntity", "Trace",
 ]
 
@@ -118,6 +119,30 @@ def _coerce_answer(value: Any) -> Any:
     return value
 
 
+class Audit(BaseModel):
+    """A verdict a method reached about some KG nodes, recorded for the evaluation harness to check against gold.
+
+    A method judges its own progress (a judge says "have answer", a verifier says "complete"); it never sees gold
+    answers, so it only records what it decided and on which nodes, and the harness
+    (:func:`kgqa.eval.metrics.score_prediction`) decides whether those nodes hold a gold answer.
+
+    ``check`` names the verdict (``"srp.judge"``, ``"srp.retrieved"``). ``claim`` is True when the method claims the
+    answer is among ``nodes``, False when it claims it is not, None when it claims nothing and only records what it
+    retrieved. ``nodes`` are KG ids and literals (N-Triples strings, as in ``Prediction.evidence``). ``names`` are display
+    names: ``names[i]`` names ``nodes[i]`` (``""`` for none; a nameless literal is matched by its value), and names
+    beyond the last node are name-only items (an answer the method has no node for). ``step`` is the loop iteration
+    (the harness takes the audit with the highest step as a check's final verdict, else the last one listed).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    check: str = Field(min_length=1)
+    claim: bool | None = None
+    nodes: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
+    step: int | None = None
+
+
 class Prediction(BaseModel):
     """What a method returns for one question (JSON-serialisable with ``model_dump(mode="json")``).
 
@@ -125,6 +150,8 @@ class Prediction(BaseModel):
     ids/names). ``trace`` is the step trace, ``usage`` the accounting totals (``calls``, ``prompt_tokens``,
     ``completion_tokens``, ``latency_s`` ...). ``error`` is set when the method failed; the answers are then whatever it
     had (usually none). ``grounding`` defaults to ``parametric`` so a method that forgets it is never over-credited.
+    ``audits`` are the method's own verdicts (:class:`Audit`), scored against gold by the harness; ``stats`` are
+    method-specific numbers of this question (``{"edits": 2}``), averaged per key by the run's summary.
     """
 
     answers: list[AnswerItem] = Field(default_factory=list)
@@ -133,12 +160,24 @@ class Prediction(BaseModel):
     trace: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    audits: list[Audit] = Field(default_factory=list)
+    stats: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("answers", mode="before")
     @classmethod
     def _answers_from_strings(cls, value: Any) -> Any:
         if isinstance(value, (list, tuple)):
             return [_coerce_answer(v) for v in value]
+        return value
+
+    @field_validator("stats", mode="after")
+    @classmethod
+    def _finite_stats(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, number in value.items():
+            if not key:
+                raise ValueError("a stats key must be a non-empty name")
+            if not math.isfinite(number):
+                raise ValueError(f"stats[{key!r}] must be a finite number, got {number!r}")
         return value
 
     @classmethod

@@ -25,6 +25,26 @@ Faithfulness (CCoR paper, Sec. V)
     ``KGR = (1/N) * sum_i w(a_i)`` over the evaluated questions (Eq. 11) and ``Faithful-F1 = KGR x F1`` (Eq. 12), where
     F1 is the dataset-level mean F1: both are **aggregate** quantities, computed by :func:`summarize` (the paper's
     Table IV checks out this way, e.g. ToG 57.5 F1 x 56.5 KGR = 32.5). Per question we keep only the weight.
+
+Reliable answering (SRP paper)
+    ``supported_hit1`` is 1 when the first-ranked answer is correct under the strict rule **and** appears as a node of
+    the prediction's evidence (the head or tail of an evidence triple, or any node of a longer path row
+    ``[n0, r1, n1, r2, n2 ...]``: by id, or for an answer without id, a literal, by its value or name); the summary's
+    ``reliable_answering`` is its mean: a correct answer supported by KG triples.
+
+Verdict audits
+    A method records its own verdicts as :class:`kgqa.core.Audit` (a check label, a claim, the nodes it is about); it
+    never sees gold. Here each audit's nodes become answer items (id = the node unless it is a literal; name = the given
+    name or a literal's value) and are matched against the gold answers with the strict rule: the audit *contains gold*
+    when at least one of them matches. Per check and question we count ``n`` audits, ``claims`` (claim True), ``tp``
+    (claimed and contains), ``fp`` (claimed, does not), ``fn`` (claim False, contains), ``tn`` (claim False, does not),
+    ``contained`` (contains, any claim), and of the check's final audit (highest step, else last listed)
+    ``final_claim`` (it claimed True) and ``final_wrong`` (it claimed True without gold: the method stopped without the
+    answer). A question without gold answers counts its audits under ``n_unknown`` only. :func:`summarize` sums them
+    per check and derives ``precision`` = tp / (tp + fp), ``recall`` = tp / (tp + fn), ``stopped_without_answer`` =
+    questions whose final audit claimed True without gold / questions with at least one claim, and
+    ``searching_success`` = questions where some audit contains gold / questions with known gold carrying the check
+    (None when a denominator is 0).
 """
 
 from __future__ import annotations
@@ -36,13 +56,14 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from kgqa.core import GROUNDING_WEIGHTS, AnswerItem, GoldAnswer, Grounding, Prediction, Question
+from kgqa.core import GROUNDING_WEIGHTS, AnswerItem, Audit, GoldAnswer, Grounding, Prediction, Question
 from kgqa.errors import DataError, KGError
-from kgqa.kg.base import literal_value
+from kgqa.kg.base import is_literal, literal_value
 from kgqa.kg.schema import FREEBASE_ID_RE
 from kgqa.normalize import normalize_answer
 
 __all__ = [
+    "AUDIT_COUNTS",
     "DEFAULT_BREAKDOWN_KEYS",
     "MatchResult",
     "QuestionScore",
@@ -51,6 +72,7 @@ __all__ = [
     "match_answers",
     "score_prediction",
     "summarize",
+    "supported_by_evidence",
 ]
 
 #: Metadata keys a summary is broken down by (when the questions carry them).
@@ -330,6 +352,97 @@ def match_answers(golds: Sequence[GoldAnswer], answers: Sequence[AnswerItem | st
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# Verdict audits and evidence support
+
+
+#: The per-question counts of one audit check, in the order they are written (see the module docstring).
+AUDIT_COUNTS: tuple[str, ...] = ("n", "n_unknown", "claims", "tp", "fp", "fn", "tn", "contained", "final_claim",
+                                 "final_wrong")
+
+
+def _audit_items(audit: Audit) -> list[AnswerItem]:
+    """The audit's nodes as answer items (as :func:`kgqa.steps.answers.answer_items` builds them: a literal has no id
+    and its value for a name), then its name-only items (names beyond the last node)."""
+    items: list[AnswerItem] = []
+    for i, node in enumerate(audit.nodes):
+        name = audit.names[i] if i < len(audit.names) else ""
+        if is_literal(node.strip()):
+            items.append(AnswerItem(id=None, name=name or _literal_value(node.strip())))
+        else:
+            items.append(AnswerItem(id=node, name=name))
+    items.extend(AnswerItem(id=None, name=name) for name in audit.names[len(audit.nodes):] if name)
+    return items
+
+
+def _contains_gold(table: _GoldTable, audit: Audit) -> bool:
+    """Whether some node (or name) of ``audit`` matches a gold answer under the strict rule."""
+    return any(table.strict(_pred_key(item)) for item in _audit_items(audit))
+
+
+def _final_index(audits: Sequence[Audit]) -> int:
+    """Which audit is a check's final verdict: the highest step (the later one listed on a tie), else the last."""
+    stepped = [(audit.step, i) for i, audit in enumerate(audits) if audit.step is not None]
+    return max(stepped)[1] if stepped else len(audits) - 1
+
+
+def _audit_counts(table: _GoldTable, audits: Sequence[Audit]) -> dict[str, dict[str, int]]:
+    """Per check: the counts of :data:`AUDIT_COUNTS` of one question's audits against its gold table."""
+    by_check: dict[str, list[Audit]] = {}
+    for audit in audits:
+        by_check.setdefault(audit.check, []).append(audit)
+    result: dict[str, dict[str, int]] = {}
+    for check, group in by_check.items():
+        counts = dict.fromkeys(AUDIT_COUNTS, 0)
+        result[check] = counts
+        if table.n == 0:  # nothing to check against: record only that there were audits
+            counts["n_unknown"] = len(group)
+            continue
+        contains = [_contains_gold(table, audit) for audit in group]
+        for audit, found in zip(group, contains, strict=True):
+            counts["n"] += 1
+            counts["contained"] += int(found)
+            if audit.claim is True:
+                counts["claims"] += 1
+                counts["tp" if found else "fp"] += 1
+            elif audit.claim is False:
+                counts["fn" if found else "tn"] += 1
+        final = _final_index(group)
+        if group[final].claim is True:
+            counts["final_claim"] = 1
+            counts["final_wrong"] = int(not contains[final])
+    return result
+
+
+def supported_by_evidence(answer: AnswerItem, evidence: Sequence[Sequence[str]]) -> bool:
+    """Whether ``answer`` is a node of ``evidence``: the head or tail of a triple ``[h, r, t]``, or any node (even
+    position) of a longer path row ``[n0, r1, n1, r2, n2 ...]``.
+
+    An answer with an entity id is found by its id (prefixes aside, as :func:`canonical_id` compares them); a literal
+    (an answer without id, or with a literal id) by its N-Triples string or by its value against the literals' values
+    and the evidence's plain strings (evidence written with names), compared normalised.
+    """
+    raw_id = (answer.id or "").strip()
+    cid = canonical_id(raw_id) if raw_id else None
+    literal_id = raw_id if raw_id.startswith('"') else None
+    name = _norm(answer.name or (_literal_value(literal_id) if literal_id else ""))
+    if cid is None and not name and literal_id is None:
+        return False  # an empty answer is supported by nothing
+    for row in evidence:
+        for node in row[0::2]:
+            text = str(node).strip()
+            if cid is not None:
+                if canonical_id(text) == cid:
+                    return True
+                continue
+            if literal_id is not None and text == literal_id:
+                return True
+            value = _literal_value(text) if is_literal(text) else text
+            if name and _norm(value) == name:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Per question
 
 
@@ -348,7 +461,9 @@ class QuestionScore:
     """The scores of one question, plus what the summary needs (grounding, usage, breakdown values).
 
     ``to_dict`` / ``from_dict`` round-trip through JSON, so a runner can write one line per question and rebuild the
-    summary from its results file.
+    summary from its results file. ``supported_hit1`` is None for a row scored before it existed; ``audits`` (per
+    check, the counts of :data:`AUDIT_COUNTS`) and ``stats`` (the method's own numbers) are empty for a method that
+    records none.
     """
 
     id: str
@@ -373,6 +488,9 @@ class QuestionScore:
     latency_s: float = 0.0
     error: str | None = None
     groups: dict[str, Any] = field(default_factory=dict)
+    supported_hit1: float | None = None  # hit1 and the first answer is a node of the evidence; None: not measured
+    audits: dict[str, dict[str, int]] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -386,10 +504,13 @@ class QuestionScore:
         """Rebuild from :meth:`to_dict` output (extra keys, e.g. a runner's ``answers``, are ignored)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values["groups"] = dict(values.get("groups") or {})
         try:
+            values["groups"] = dict(values.get("groups") or {})
+            values["audits"] = {str(check): {str(k): int(v) for k, v in dict(counts).items()}
+                                for check, counts in dict(values.get("audits") or {}).items()}
+            values["stats"] = {str(k): float(v) for k, v in dict(values.get("stats") or {}).items()}
             return cls(**values)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise DataError(f"score row {data.get('id')!r} is not a question score: {exc}") from exc
 
 
@@ -402,11 +523,15 @@ def _usage(usage: Mapping[str, Any]) -> tuple[int, int, int, float]:
 def score_prediction(question: Question, prediction: Prediction, *,
                      breakdown_keys: Sequence[str] = DEFAULT_BREAKDOWN_KEYS,
                      latency_s: float | None = None) -> QuestionScore:
-    """Score one prediction: strict and legacy matching, grounding weight, usage, and its breakdown values.
+    """Score one prediction: strict and legacy matching, grounding weight, usage, its breakdown values, whether the
+    first answer is correct and supported by the evidence, and its audits against gold (the module docstring).
 
     ``latency_s`` overrides the prediction's ``usage["latency_s"]`` (a runner passes the wall time of the question).
     """
     strict, lenient = _match(prediction.answers, question.answers)
+    supported = bool(strict.hit1 and strict.n_gold and prediction.answers
+                     and supported_by_evidence(prediction.answers[0], prediction.evidence))
+    audits = _audit_counts(_GoldTable(question.answers), prediction.audits) if prediction.audits else {}
     grounding = Grounding(prediction.grounding)
     calls, prompt_tokens, completion_tokens, usage_latency = _usage(prediction.usage)
     groups = {k: question.metadata[k] for k in breakdown_keys if question.metadata.get(k) is not None}
@@ -420,6 +545,7 @@ def score_prediction(question: Question, prediction: Prediction, *,
         llm_calls=calls, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
         latency_s=float(latency_s) if latency_s is not None else usage_latency,
         error=prediction.error, groups=groups,
+        supported_hit1=1.0 if supported else 0.0, audits=audits, stats=dict(prediction.stats),
     )
 
 
@@ -461,7 +587,57 @@ def _aggregate(scores: Sequence[QuestionScore]) -> dict[str, Any]:
         "latency_s_mean": _mean([s.latency_s for s in scores]),
         "llm_calls_total": sum(s.llm_calls for s in scores),
         "tokens_total": sum(s.tokens for s in scores),
+        "reliable_answering": _optional_mean([s.supported_hit1 for s in scores]),
+        "audits": _aggregate_audits(scores),
+        "stats": _aggregate_stats(scores),
     }
+
+
+def _optional_mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the values measured; None when none was (rows scored before the metric existed)."""
+    measured = [v for v in values if v is not None]
+    return _mean(measured) if measured else None
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _aggregate_audits(scores: Sequence[QuestionScore]) -> dict[str, dict[str, Any]]:
+    """Per check (sorted): the summed counts, how many questions carry it (with known gold, with a claim, with an audit
+    containing gold), and the rates ``precision``, ``recall``, ``stopped_without_answer``, ``searching_success``."""
+    checks: dict[str, dict[str, Any]] = {}
+    for s in scores:
+        for check, counts in s.audits.items():
+            total = checks.get(check)
+            if total is None:
+                total = checks[check] = {**dict.fromkeys(AUDIT_COUNTS, 0), "questions": 0, "questions_known": 0,
+                                         "questions_claimed": 0, "questions_contained": 0}
+            for key in AUDIT_COUNTS:
+                total[key] += int(counts.get(key, 0))
+            total["questions"] += 1
+            if counts.get("n", 0) > 0:  # audits are counted under n only when the gold is known
+                total["questions_known"] += 1
+                total["questions_claimed"] += int(counts.get("claims", 0) > 0)
+                total["questions_contained"] += int(counts.get("contained", 0) > 0)
+    result: dict[str, dict[str, Any]] = {}
+    for check in sorted(checks):
+        total = checks[check]
+        total["precision"] = _ratio(total["tp"], total["tp"] + total["fp"])
+        total["recall"] = _ratio(total["tp"], total["tp"] + total["fn"])
+        total["stopped_without_answer"] = _ratio(total["final_wrong"], total["questions_claimed"])
+        total["searching_success"] = _ratio(total["questions_contained"], total["questions_known"])
+        result[check] = total
+    return result
+
+
+def _aggregate_stats(scores: Sequence[QuestionScore]) -> dict[str, dict[str, float | int]]:
+    """Per stats key (sorted): the mean over the questions that report it and how many do."""
+    values: dict[str, list[float]] = {}
+    for s in scores:
+        for key, value in s.stats.items():
+            values.setdefault(key, []).append(float(value))
+    return {key: {"mean": _mean(values[key]), "n": len(values[key])} for key in sorted(values)}
 
 
 def _group_order(value: str) -> tuple[int, float, str]:
@@ -478,8 +654,12 @@ def summarize(scores: Iterable[QuestionScore | Mapping[str, Any]], *,
     Keys: ``n``, ``errors``, ``hits@1``, ``hit``, ``precision``, ``recall``, ``f1``, ``kgr``, ``faithful_f1``,
     ``legacy_hits@1``, ``legacy_hit``, ``legacy_precision``, ``legacy_recall``, ``legacy_f1``, ``grounding`` (counts
     per state), ``llm_calls_mean``, ``prompt_tokens_mean``, ``completion_tokens_mean``, ``tokens_mean``,
-    ``latency_s_mean``, ``llm_calls_total``, ``tokens_total`` and ``breakdowns``: for each breakdown key that some
-    question carries, the same metrics (without nested breakdowns) per value, e.g. ``breakdowns["hops"]["2"]``.
+    ``latency_s_mean``, ``llm_calls_total``, ``tokens_total``, ``reliable_answering`` (mean ``supported_hit1``; None
+    when no row measured it), ``audits`` (per check: the summed :data:`AUDIT_COUNTS`, ``questions``,
+    ``questions_known``, ``questions_claimed``, ``questions_contained`` and the rates ``precision``, ``recall``,
+    ``stopped_without_answer``, ``searching_success``, each None when its denominator is 0), ``stats`` (per key:
+    ``mean`` over the questions reporting it and their count ``n``) and ``breakdowns``: for each breakdown key that
+    some question carries, the same metrics (without nested breakdowns) per value, e.g. ``breakdowns["hops"]["2"]``.
     Rows may be :class:`QuestionScore` objects or their ``to_dict()`` form.
     """
     rows = [s if isinstance(s, QuestionScore) else QuestionScore.from_dict(s) for s in scores]

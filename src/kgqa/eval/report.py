@@ -34,6 +34,15 @@ LEGACY_METRICS: tuple[tuple[str, str, str], ...] = (
     ("legacy_precision", "legacy Precision", "rate"), ("legacy_recall", "legacy Recall", "rate"),
     ("legacy_f1", "legacy F1", "rate"),
 )
+#: The headline table of report.md: the main metrics and the reliable-answering rate beside KGR / Faithful-F1.
+HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
+    *MAIN_METRICS, ("reliable_answering", "Reliable answering", "rate"),
+)
+#: (summary key of one audit check, label suffix in the comparison, kind), in the order of the comparison's rows.
+AUDIT_RATES: tuple[tuple[str, str, str], ...] = (
+    ("precision", "precision", "rate"), ("recall", "recall", "rate"),
+    ("stopped_without_answer", "stopped w/o answer", "rate"), ("searching_success", "searching success", "rate"),
+)
 COST_METRICS: tuple[tuple[str, str, str], ...] = (
     ("llm_calls_mean", "LLM calls / q", "num"), ("prompt_tokens_mean", "prompt tokens / q", "num"),
     ("completion_tokens_mean", "completion tokens / q", "num"), ("tokens_mean", "tokens / q", "num"),
@@ -170,6 +179,28 @@ def _errors(rows: Sequence[Mapping[str, Any]], top: int = 8) -> list[tuple[str, 
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
 
 
+def _verdict_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The sections "Verdicts" (the method's audited checks against gold) and "Method statistics", when present."""
+    lines: list[str] = []
+    audits = summary.get("audits") or {}
+    if audits:
+        lines += ["## Verdicts", "",
+                  "The method's own verdicts checked against gold by the harness (%). Precision and recall of its "
+                  "positive claims; stopped w/o answer: its final verdict claimed the answer without it, among "
+                  "questions with a claim; searching success: some audited node set holds a gold answer.", ""]
+        table = [[check, f"{a.get('claims', 0):,}", *[_fmt(a.get(key), kind) for key, _, kind in AUDIT_RATES],
+                  f"{a.get('questions', 0):,}"] for check, a in audits.items()]
+        lines += [format_table(["check", "claims", "precision", "recall", "stopped w/o answer", "searching success",
+                                "questions"], table), ""]
+    stats = summary.get("stats") or {}
+    if stats:
+        lines += ["## Method statistics", ""]
+        lines += [format_table(["statistic", "mean", "questions"],
+                               [[key, _fmt(v.get("mean"), "num"), f"{v.get('n', 0):,}"] for key, v in stats.items()]),
+                  ""]
+    return lines
+
+
 def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], run_config: Mapping[str, Any],
                   plots: Sequence[str]) -> str:
     """The markdown report of a run."""
@@ -192,14 +223,17 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
 
     lines += ["## Accuracy and faithfulness (strict matching, %)", "",
               "Strict: normalised names or ids, one-to-one matching. Legacy: the ToG/PoG substring rule, for comparison "
-              "with papers that used it. KGR weights structured 1, synthesis 0.5, parametric 0; Faithful-F1 = KGR x F1.",
+              "with papers that used it. KGR weights structured 1, synthesis 0.5, parametric 0; Faithful-F1 = KGR x F1. "
+              "Reliable answering: the first answer is correct and a node of the evidence triples.",
               ""]
-    lines += [format_table([label for _, label, _ in MAIN_METRICS],
-                           [[_fmt(summary.get(k), kind) for k, _, kind in MAIN_METRICS]]), ""]
+    lines += [format_table([label for _, label, _ in HEADLINE_METRICS],
+                           [[_fmt(summary.get(k), kind) for k, _, kind in HEADLINE_METRICS]]), ""]
     lines += [format_table([label for _, label, _ in LEGACY_METRICS],
                            [[_fmt(summary.get(k), kind) for k, _, kind in LEGACY_METRICS]]), ""]
     grounding = summary.get("grounding") or {}
     lines += ["Grounding: " + ", ".join(f"{k} {v}" for k, v in grounding.items()), ""]
+
+    lines += _verdict_lines(summary)
 
     lines += ["## Cost", ""]
     lines += [format_table([label for _, label, _ in COST_METRICS],
@@ -301,4 +335,24 @@ def compare_runs(run_dirs: Sequence[str | os.PathLike[str]], *,
                     group = (s.get("breakdowns") or {}).get(key, {}).get(value)
                     cells.append("-" if group is None else f"{_fmt(group.get('hits@1'), 'rate')} ({group.get('n', 0)})")
                 rows.append([f"Hits@1 % {key}={value} (n)", *cells])
+    rows += _verdict_rows(summaries)
     return header, rows
+
+
+def _verdict_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The comparison rows of reliable answering (always), of each audit check and each method statistic present in
+    some run ("-" for a run without it)."""
+    rows = [["reliable answering %", *[_fmt(s.get("reliable_answering"), "rate") for s in summaries]]]
+    checks: list[str] = []
+    stats: list[str] = []
+    for s in summaries:
+        checks += [c for c in (s.get("audits") or {}) if c not in checks]
+        stats += [k for k in (s.get("stats") or {}) if k not in stats]
+    for check in checks:
+        for key, label, kind in AUDIT_RATES:
+            rows.append([f"{check} {label} %", *[_fmt(((s.get("audits") or {}).get(check) or {}).get(key), kind)
+                                                  for s in summaries]])
+    for key in stats:
+        rows.append([f"stat {key}", *[_fmt(((s.get("stats") or {}).get(key) or {}).get("mean"), "num")
+                                      for s in summaries]])
+    return rows
