@@ -1,4 +1,5 @@
-"""``kgqa train``: train what a method loads (``kgqa train fog``: FoG's foresight scorer) into a model directory.
+"""``kgqa train``: train what a method loads (``kgqa train fog``: FoG's foresight scorer) into a model directory, or
+build it (``kgqa train srp``: SRP's reference base).
 
 ``kgqa train fog --dataset metaqa-1hop --dataset metaqa-2hop --dataset metaqa-3hop --split dev --kg KG --out MODELDIR``
 writes MODELDIR/weights.pt, scorer.json (network shape, encoder, settings, history), config.json (the training
@@ -22,7 +23,7 @@ from kgqa.errors import ConfigError
 
 @click.group("train")
 def train_group() -> None:
-    """Train the models methods load (FoG's foresight scorer)."""
+    """Train or build what methods load (FoG's foresight scorer, SRP's reference base)."""
 
 
 @train_group.command("fog")
@@ -129,6 +130,98 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     (out / "MODEL_CARD.md").write_text(_card(training, result.history, result.summary, validation, plotted),
                                        encoding="utf-8")
     click.echo(f"wrote {out} ({training['seconds']:.0f} s); use it with --method fog --method-config scorer={out}")
+
+
+@train_group.command("srp")
+@click.option("--dataset", "datasets", multiple=True, required=True,
+              help="Dataset to draw references from (repeatable: the base draws from the union).")
+@click.option("--split", default="dev", show_default=True, help="Split to draw from (the demo dataset has only test).")
+@click.option("--kg", "kg_spec", default=None, help="The KG the gold chains are checked on (an embedded directory, a "
+                                                    "SPARQL URL, demo); default: the configured kg.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write the base to.")
+@click.option("--size", type=int, default=100, show_default=True, help="References in the base (over all datasets).")
+@click.option("--clusters", type=int, default=10, show_default=True, help="k-means clusters; each gives an equal share.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of k-means and of the draw within clusters.")
+@click.option("--data-dir", default=None, type=click.Path(file_okay=False),
+              help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
+@click.option("--embedder", "embedder_spec", default="minilm", show_default=True,
+              help="Embedder of the questions (minilm, hash, hash:DIM); SRP retrieves with the same one.")
+def train_srp(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, size: int, clusters: int,
+              seed: int, data_dir: str | None, embedder_spec: str) -> None:
+    """Build SRP's reference base: solved questions of DATASETs whose gold chain reaches a gold answer on the KG,
+    clustered by k-means with an equal share per cluster (docs/srp.md)."""
+    from kgqa.eval.datasets import load_dataset
+    from kgqa.eval.gold_paths import check_candidates
+    from kgqa.kg import open_kg
+    from kgqa.steps.references import META_FILE, ReferenceBase
+    from kgqa.text import load_embedder
+
+    if size < 1:
+        raise ConfigError(f"--size must be at least 1, got {size}")
+    if not 1 <= clusters <= size:
+        raise ConfigError(f"--clusters must be between 1 and --size ({size}), got {clusters}")
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if (out / META_FILE).is_file():
+            raise ConfigError(f"--out {out}: holds a reference base already; remove it first or choose another "
+                              "directory (an existing base is never overwritten)")
+        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    spec = kg_spec or kgqa_config.get("kg")
+    if not spec:
+        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
+    names = list(dict.fromkeys(datasets))
+
+    def say(message: str) -> None:
+        click.echo(f"train srp: {message}", err=True)
+
+    started = time.perf_counter()
+    loaded = [(name, load_dataset(name, split=split, data_dir=data_dir)) for name in names]
+    kg = open_kg(spec)
+    try:
+        candidates = []
+        dropped: dict[str, int] = {}
+        per_dataset: dict[str, dict[str, Any]] = {}
+        for name, questions in loaded:
+            kept, counts = check_candidates(questions, kg)
+            say(f"{name} ({split}): {len(questions)} questions, {len(kept)} kept; dropped {dict(counts) or 'none'}")
+            if not kept:
+                raise ConfigError(f"dataset {name!r} ({split}): no question's gold chain reaches a gold answer on KG "
+                                  f"{spec} (dropped: {dict(counts)}); is it the dataset's KG?")
+            per_dataset[name] = {"questions": len(questions), "kept": len(kept), "dropped": dict(counts)}
+            candidates.extend(kept)
+            for reason, count in counts.items():
+                dropped[reason] = dropped.get(reason, 0) + count
+    finally:
+        kg.close()
+    checked = time.perf_counter() - started
+    embedder = load_embedder(embedder_spec)
+    say(f"embedding {len(candidates)} questions with {embedder_spec} and clustering them")
+    # the command as run, every setting spelled out (defaults and the configured KG included), to rebuild the base
+    command = " ".join(["kgqa train srp", *(f"--dataset {shlex.quote(n)}" for n in names), f"--split {shlex.quote(split)}",
+                        f"--kg {shlex.quote(spec)}", f"--out {shlex.quote(str(out))}", f"--size {size}",
+                        f"--clusters {clusters}", f"--seed {seed}", f"--embedder {shlex.quote(embedder_spec)}",
+                        *([f"--data-dir {shlex.quote(data_dir)}"] if data_dir else [])])
+    provenance = {"datasets": names, "split": split, "kg": spec, "questions": sum(len(q) for _, q in loaded),
+                  "counts_by_reason": dropped, "per_dataset": per_dataset, "command": command, "kgqa_commit": _commit()}
+    base = ReferenceBase.build(candidates, embedder, size=size, clusters=clusters, seed=seed,
+                               embedder_spec=embedder_spec, provenance=provenance)
+    seconds = round(time.perf_counter() - started, 1)
+    base.info["seconds"] = {"check": round(checked, 1), "total": seconds}
+    base.save(out)
+    info = base.info
+    click.echo(f"questions: {info['questions']} in {', '.join(names)} ({split})")
+    click.echo(f"kept: {len(candidates)} candidates (the gold chain reaches a gold answer on the KG)")
+    for reason, count in sorted(dropped.items(), key=lambda item: (-item[1], item[0])):
+        click.echo(f"dropped: {count} ({reason})")
+    if not dropped:
+        click.echo("dropped: none")
+    click.echo(f"clusters: {info['clusters']} (asked for {clusters}); candidates per cluster: "
+               f"{' '.join(map(str, info['cluster_sizes']))}")
+    click.echo(f"references per cluster: {' '.join(map(str, info['cluster_shares']))} "
+               f"(total {len(base)}, asked for {size})")
+    click.echo(f"wrote {out} ({seconds:.0f} s); use it with --method srp --method-config references={out}")
 
 
 def _commit() -> str | None:

@@ -1,0 +1,435 @@
+"""SRP (Self-Reflective Planning with Knowledge Graphs, arXiv 2505.19410): references, relation check, path
+instantiation, a sequence judge and a path editor in a loop, then chain-of-thought answering over the kept triples.
+
+1. **References**: the ``k_references`` (4) solved questions of the reference base (``kgqa train srp``,
+   ``references=DIR``) nearest to the question by MiniLM cosine, never the question itself.
+2. **Relation check**: the topic entities' 1-hop relations scored for the question with the references as guidance;
+   the top ``relation_top_k`` (3) seed the plan.
+3. **Path generation**: one few-shot call writes one or more relation paths from the topic.
+4. **Instantiation**: each relation of a path is matched, at that point of the walk, to the ``retrieval_top_k`` (5)
+   most similar relations the reached entities have, by hybrid BM25 + dense similarity (``kgqa.text.scoring``); the walk
+   stops at the first relation that matches nothing, which becomes the editor's error ("relation X not
+   instantiated").
+5. **Sequence judge**: reads the instantiated triple sequences and replies have-answer or no-answer, the sequences it
+   keeps, and a message.
+6. **Path editor**: with the judge's message (or the instantiation error), the 1-hop relations at the tail of the kept
+   sequences (or where the walk stopped) and the references, rewrites the paths; at most ``max_edits`` edits.
+7. **Answering**: chain of thought over the kept triples; grounding ``structured`` when the answers are nodes of
+   those triples (the issue's rule: the answer comes from KG execution of the judged path), ``parametric`` otherwise.
+
+Every judge verdict is recorded as an audit (``srp.judge``: the claim and the nodes of the kept sequences) and every
+instantiation as ``srp.retrieved``, so the harness, not the method, measures the judge's precision and recall against
+gold, the share of loops stopped on a sequence without the answer, and searching success (docs/srp.md). Ablations:
+``use_references=false``, ``relation_check=false``, ``reflection=false`` (paper Table 3).
+
+Where kgqa differs from the paper, and why:
+
+* ``max_edits`` defaults to 3: the paper states no bound; each edit costs a judge and an editor call, so 3 edits keep a
+  question under 11 calls (about PoG's 9 on WebQSP) and a judge that never says have-answer cannot loop.
+* The relation check asks the model for the ``relation_top_k`` best relation names, best first (kgqa's shared relation
+  scorer), rather than a score per relation summing to 1; ``relation_scorer=auto`` is the embedding scorer for an
+  offline local model, as for every kgqa method.
+* Instantiation: a generated relation that names an available relation exactly is instantiated by that relation
+  alone (the most similar relation is itself; adding four near misses would only add noise); otherwise the top 5 by
+  hybrid similarity at or above ``min_match`` are followed. Dense similarity is MiniLM (the paper: Contriever, which no
+  offline package ships). Walks are bounded (``max_paths`` paths per hop); the judge sees ``max_sequences`` of them.
+* The judge's and editor's replies are JSON (``{"verdict", "keep", "message"}``, ``{"paths"}``) validated against a
+  model, budgeted per step; an unreadable judge reply counts as no-answer with the failure as its message.
+* When the edits run out without a have-answer verdict, the answer is written from the last sequences shown (the paper
+  does not say what happens); the judge's last verdict is in the trace and the audit.
+* Several topic entities: every path is walked from each of them (the paper plans from one).
+* Temperature 0.3 on every call, seeded with the run's seed, as the paper (which does not seed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from kgqa.core import AnswerItem, Audit, Grounding, MethodContext, Prediction, Question
+from kgqa.errors import ConfigError, KGError
+from kgqa.kg.base import Direction, Hop, KnowledgeGraph
+from kgqa.llm.base import LLMError
+from kgqa.llm.prompts import PromptBook
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.registry import register_method
+from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, resolve_pruner
+from kgqa.steps.relations import describe_hop
+from kgqa.steps.reply import ask_reply
+from kgqa.steps.walks import (
+    WalkPath,
+    entity_hops,
+    hop_neighbours,
+    link_answers,
+    linked_nodes,
+    node_label,
+    path_evidence,
+)
+
+PROMPTS = PromptBook.for_package("kgqa.methods.srp")
+
+
+class Plan(BaseModel):
+    """Relation paths from the topic entity, each a list of relation names in walking order."""
+
+    paths: list[list[str]] = Field(description="one or more relation paths")
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _one_path(cls, value: Any) -> Any:
+        # A model that writes one flat path instead of a list of paths means that one path.
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return [value]
+        return value
+
+
+class Judgement(BaseModel):
+    verdict: Literal["have_answer", "no_answer"]
+    keep: list[int] = Field(default_factory=list, description="numbers of the sequences to keep")
+    message: str = ""
+
+
+class SRPConfig(MethodConfig):
+    """SRP's settings, defaulting to the paper's (4 references, top 3 relations, top 5 matches, temperature 0.3)."""
+
+    references: str | None = Field(default=None, description="directory of a reference base (kgqa train srp); "
+                                                              "None: no references")
+    use_references: bool = Field(default=True, description="False: the w/o references ablation")
+    relation_check: bool = Field(default=True, description="False: the w/o relation check ablation")
+    reflection: bool = Field(default=True, description="False: the w/o reflection ablation (instantiate once, answer)")
+    k_references: int = Field(default=4, ge=1, description="references retrieved per question")
+    relation_top_k: int = Field(default=3, ge=1, description="relations the relation check keeps")
+    retrieval_top_k: int = Field(default=5, ge=1, description="KG relations each generated relation is matched to")
+    min_match: float = Field(default=0.5, ge=0.0, le=1.0, description="least hybrid similarity of a match")
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0, description="dense share of the hybrid similarity")
+    max_edits: int = Field(default=3, ge=0, description="path edits at most (the paper states none)")
+    relation_scorer: PrunerChoice = Field(default="auto", description="relation check scorer; auto: embedding for "
+                                                                      "local models, llm otherwise")
+    prefilter: int = Field(default=30, ge=1, description="most relations one prompt lists")
+    max_paths: int = Field(default=200, ge=1, description="walk paths kept per hop")
+    max_sequences: int = Field(default=20, ge=1, description="sequences shown to the judge and the answer step")
+    neighbour_limit: int = Field(default=200, ge=1, description="neighbours read per (entity, relation)")
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    plan_tokens: int = Field(default=96, ge=16)
+    judge_tokens: int = Field(default=96, ge=16)
+    edit_tokens: int = Field(default=96, ge=16)
+    answer_tokens: int = Field(default=256, ge=16)
+    max_answers: int = Field(default=20, ge=1)
+
+
+class _Instantiation:
+    """The sequences one set of paths instantiates, and where it stopped."""
+
+    def __init__(self) -> None:
+        self.paths: list[WalkPath] = []
+        self.error: str | None = None
+        self.stop_nodes: list[str] = []
+        self.truncated = False
+
+
+@register_method("srp")
+class SRP(KGQAMethod):
+    """Self-Reflective Planning (see the module docstring)."""
+
+    name = "srp"
+    summary = "Self-Reflective Planning: references, relation check, path instantiation, a judge and an editor in a loop"
+    Config: ClassVar[type[MethodConfig]] = SRPConfig
+    config: SRPConfig
+
+    def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
+        super().__init__(config, **settings)
+        self._base: Any = None
+        self._retrieval_embedder: Any = None
+        if self.config.references is not None and self.config.use_references:
+            from kgqa.steps.references import ReferenceBase
+
+            self._base = ReferenceBase.load(self.config.references)  # a bad directory fails here, naming it
+
+    def needs(self, llm: str | None = None) -> Needs:
+        # The embedder: instantiation's dense similarity always; references and an embedding relation check too.
+        del llm
+        return Needs(kg=True, llm=True, embedder=True)
+
+    # -- the whole question ----------------------------------------------------------------------------------------
+
+    def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        if ctx.embedder is None:
+            raise ConfigError("srp needs an embedder (instantiation matches relations by BM25 + dense similarity)")
+        try:
+            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
+        except KGError as exc:
+            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
+        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
+                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
+        if not topics:
+            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        try:
+            return self._solve(question, ctx, [t.id for t in topics], [t.name for t in topics])
+        except (KGError, LLMError) as exc:
+            return self._direct(question, ctx, f"{type(exc).__name__} during the search: {exc}")
+
+    def _solve(self, question: Question, ctx: MethodContext, topics: list[str], topic_names: list[str]) -> Prediction:
+        cfg = self.config
+        references = self._references(question, ctx)
+        valuable = self._relation_check(question, ctx, topics, topic_names, references)
+        paths = self._plan(question, ctx, topic_names, valuable, references)
+        audits: list[Audit] = []
+        kept: list[WalkPath] = []
+        shown: list[WalkPath] = []
+        edits = 0
+        verdict = None
+        for step in range(cfg.max_edits + 1):
+            inst = self._instantiate(ctx, topics, paths, step)
+            shown = inst.paths[: cfg.max_sequences]
+            audits.append(Audit(check="srp.retrieved", claim=None, nodes=_nodes(inst.paths, topics), step=step))
+            if not cfg.reflection:
+                kept = shown
+                break
+            verdict, kept, message = self._judge(question, ctx, shown, inst, step)
+            # The claim is checked on what it is about: the kept sequences for have-answer, the sequences shown for
+            # no-answer (a no-answer on sequences that held the answer is a miss of the judge).
+            judged = kept if verdict == "have_answer" else shown
+            audits.append(Audit(check="srp.judge", claim=verdict == "have_answer", nodes=_nodes(judged, topics),
+                                step=step))
+            if verdict == "have_answer":
+                break
+            if step == cfg.max_edits:
+                kept = kept or shown
+                ctx.trace.add("srp.edits_exhausted", edits=edits)
+                break
+            paths = self._edit(question, ctx, topic_names, paths, message, kept or shown, inst, references, step)
+            edits += 1
+        prediction = self._answer(question, ctx, kept, topics)
+        return prediction.model_copy(update={"audits": audits, "stats": {"edits": float(edits)}})
+
+    # -- the steps -------------------------------------------------------------------------------------------------
+
+    def _references(self, question: Question, ctx: MethodContext) -> str:
+        if self._base is None:
+            ctx.trace.add("srp.references", used=False,
+                          reason="ablation" if not self.config.use_references else "no reference base configured")
+            return "(none)"
+        found = self._base.nearest(question.text, self._embedder_for_references(ctx), k=self.config.k_references,
+                                   exclude_ids=(question.id,), exclude_text=question.text)
+        ctx.trace.add("srp.references", used=True, ids=[r.id for r in found])
+        return "\n".join(f"Question: {r.question}\nPath: {r.path}\nAnswers: {', '.join(r.answers)}" for r in found)
+
+    def _embedder_for_references(self, ctx: MethodContext) -> Any:
+        """The run's embedder when the base was embedded with it, else the base's own (loaded once): retrieval must
+        compare vectors of one model, whatever ``--embedder`` the run uses for instantiation."""
+        if self._retrieval_embedder is None:
+            try:
+                self._base.check_embedder(ctx.embedder)
+                self._retrieval_embedder = ctx.embedder
+            except ConfigError:
+                from kgqa.text.embedders import load_embedder
+
+                self._retrieval_embedder = load_embedder(self._base.embedder_spec)
+        return self._retrieval_embedder
+
+    def _relation_check(self, question: Question, ctx: MethodContext, topics: list[str], topic_names: list[str],
+                        references: str) -> list[str]:
+        if not self.config.relation_check:
+            ctx.trace.add("srp.relation_check", used=False)
+            return []
+        hops = list(dict.fromkeys(h for t in topics for h in entity_hops(ctx.kg, t)))
+        kind = resolve_pruner(self.config.relation_scorer, getattr(ctx.llm, "name", None))
+        pruner = RelationPruner(PruningConfig(kind=kind, top_k=self.config.relation_top_k,
+                                              prefilter=max(self.config.prefilter, self.config.relation_top_k)),
+                                llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="srp.relation_check",
+                                temperature=self.config.temperature, seed=ctx.seed)
+        result = pruner.prune(question.text, topic_names, (), hops, trace=ctx.trace, references=references)
+        return [describe_hop(s.hop) for s in result.value or []]
+
+    def _plan(self, question: Question, ctx: MethodContext, topic_names: list[str], valuable: list[str],
+              references: str) -> list[list[str]]:
+        reply = ask_reply(ctx.llm, PROMPTS, "plan", Plan, step="srp.plan", max_tokens=self.config.plan_tokens,
+                          temperature=self.config.temperature, seed=ctx.seed, question=question.text,
+                          topics=", ".join(topic_names), relations=", ".join(valuable) or "(not checked)",
+                          references=references)
+        paths = _clean_paths(reply.value.paths if reply.ok and reply.value else [])
+        event = ctx.trace.add("srp.plan", paths=paths)
+        if not paths:
+            event["failure"] = reply.failure or "no path"
+            paths = [[v] for v in valuable[:1]]  # the best checked relation, so the loop has something to edit
+        return paths
+
+    def _instantiate(self, ctx: MethodContext, topics: list[str], paths: list[list[str]], step: int) -> _Instantiation:
+        """Walk every path from every topic; each generated relation matched to the most similar available ones."""
+        from kgqa.text.scoring import HybridScorer
+
+        cfg = self.config
+        scorer = HybridScorer(ctx.embedder, alpha=cfg.alpha)
+        out = _Instantiation()
+        matches_log: list[dict[str, Any]] = []
+        for path in paths:
+            frontier = [WalkPath.start(t) for t in topics]
+            for relation in path:
+                available = list(dict.fromkeys(h for p in frontier for h in entity_hops(ctx.kg, p.end,
+                                                                                      exclude=p.back_hop())))
+                matched = _match_relation(relation, available, scorer, cfg.retrieval_top_k, cfg.min_match)
+                matches_log.append({"relation": relation, "available": len(available),
+                                    "matched": [describe_hop(h) for h in matched]})
+                if not matched:
+                    out.error = out.error or f"relation {relation} not instantiated"
+                    out.stop_nodes = list(dict.fromkeys(p.end for p in frontier))
+                    frontier = []
+                    break
+                extended: list[WalkPath] = []
+                for p in frontier:
+                    for hop in matched:
+                        for node in hop_neighbours(ctx.kg, p.end, hop, limit=cfg.neighbour_limit, visited=p.nodes):
+                            extended.append(p.extend(hop, node))
+                if len(extended) > cfg.max_paths:
+                    out.truncated = True
+                    extended = extended[: cfg.max_paths]
+                if not extended:
+                    out.error = out.error or f"relation {relation} reaches no entity"
+                    out.stop_nodes = list(dict.fromkeys(p.end for p in frontier))
+                    frontier = []
+                    break
+                frontier = extended
+            out.paths.extend(frontier)
+        ctx.trace.add("srp.instantiate", round=step, paths=paths, matches=matches_log, sequences=len(out.paths),
+                      truncated=out.truncated, error=out.error)
+        return out
+
+    def _judge(self, question: Question, ctx: MethodContext, shown: list[WalkPath], inst: _Instantiation,
+               step: int) -> tuple[str, list[WalkPath], str]:
+        if not shown:
+            message = inst.error or "no sequence was instantiated"
+            ctx.trace.add("srp.judge", round=step, verdict="no_answer", message=message, kept=0, called=False)
+            return "no_answer", [], message
+        reply = ask_reply(ctx.llm, PROMPTS, "judge", Judgement, step="srp.judge", max_tokens=self.config.judge_tokens,
+                          temperature=self.config.temperature, seed=ctx.seed, question=question.text,
+                          sequences=_sequences(ctx.kg, shown),
+                          error=inst.error or "none")
+        if not reply.ok or reply.value is None:
+            message = inst.error or "the judge's reply could not be read"
+            ctx.trace.add("srp.judge", round=step, verdict="no_answer", message=message, kept=0, failure=reply.failure)
+            return "no_answer", [], message
+        keep = [shown[i - 1] for i in dict.fromkeys(reply.value.keep) if 1 <= i <= len(shown)]
+        if reply.value.verdict == "have_answer" and not keep:
+            keep = list(shown)  # "the answer is here" with nothing pruned: every sequence shown is kept
+        message = reply.value.message or inst.error or ""
+        ctx.trace.add("srp.judge", round=step, verdict=reply.value.verdict, kept=len(keep), shown=len(shown),
+                      message=message)
+        return reply.value.verdict, keep, message
+
+    def _edit(self, question: Question, ctx: MethodContext, topic_names: list[str], paths: list[list[str]],
+              message: str, kept: list[WalkPath], inst: _Instantiation, references: str,
+              step: int) -> list[list[str]]:
+        tails = inst.stop_nodes if inst.error else list(dict.fromkeys(p.end for p in kept))
+        hops = list(dict.fromkeys(h for n in tails[:20] for h in entity_hops(ctx.kg, n)))
+        relations = ", ".join(describe_hop(h) for h in hops[: self.config.prefilter]) or "(none)"
+        reply = ask_reply(ctx.llm, PROMPTS, "edit", Plan, step="srp.edit", max_tokens=self.config.edit_tokens,
+                          temperature=self.config.temperature, seed=ctx.seed, question=question.text,
+                          topics=", ".join(topic_names), paths=_describe_paths(paths), message=message or "none",
+                          relations=relations, references=references)
+        edited = _clean_paths(reply.value.paths if reply.ok and reply.value else [])
+        event = ctx.trace.add("srp.edit", round=step, message=message, offered=len(hops), paths=edited)
+        if not edited:
+            event["failure"] = reply.failure or "no path"
+            return paths
+        return edited
+
+    def _answer(self, question: Question, ctx: MethodContext, kept: list[WalkPath], topics: list[str]) -> Prediction:
+        from kgqa.llm.structured import StructuredOutputError
+
+        if not kept:
+            return self._direct(question, ctx, "no sequence kept")
+        try:
+            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "answer", question.text, reasoning=True,
+                                                  step="srp.answer", max_tokens=self.config.answer_tokens,
+                                                  sequences=_sequences(ctx.kg, kept))
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        nodes = [n for p in kept for n in p.nodes]
+        items = link_answers(ctx.kg, answers, nodes)[: self.config.max_answers]
+        ends = linked_nodes(items, nodes, ctx.kg) - set(topics) or linked_nodes(items, nodes, ctx.kg)
+        grounding = Grounding.STRUCTURED if ends else Grounding.PARAMETRIC
+        ctx.trace.add("answer", stage="answer", grounding=str(grounding), reasoning=reasoning, answers=len(items),
+                      linked=len(ends))
+        return Prediction(answers=items, grounding=grounding, evidence=path_evidence(kept, ends))
+
+    def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
+        from kgqa.llm.structured import StructuredOutputError
+
+        try:
+            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
+                                                  step="srp.generate", max_tokens=self.config.answer_tokens)
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
+        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
+                          grounding=Grounding.PARAMETRIC)
+
+    def explain(self, prediction: Prediction) -> Explanation:
+        lines: list[str] = []
+        for event in prediction.trace:
+            step = event.get("step")
+            if step == "srp.references" and event.get("used"):
+                lines.append(f"references: {', '.join(event.get('ids') or [])}")
+            elif step == "srp.plan":
+                lines.append(f"plan: {_describe_paths(event.get('paths') or [])}")
+            elif step == "srp.instantiate":
+                lines.append(f"instantiated (round {event['round']}): {event['sequences']} sequences"
+                             + (f"; {event['error']}" if event.get("error") else ""))
+            elif step == "srp.judge":
+                lines.append(f"judge: {event['verdict']}, kept {event['kept']}"
+                             + (f" ({event['message']})" if event.get("message") else ""))
+            elif step == "srp.edit":
+                lines.append(f"edit: {_describe_paths(event.get('paths') or [])}")
+            elif step == "fallback":
+                lines.append(f"fallback: {event.get('cause')}")
+        return Explanation(fields={"edits": prediction.stats.get("edits")}, lines=lines)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def _clean_paths(paths: list[list[str]]) -> list[list[str]]:
+    cleaned = [[str(r).strip() for r in path if str(r).strip()] for path in paths]
+    return [p for p in cleaned if p][:5]
+
+
+def _describe_paths(paths: list[list[str]]) -> str:
+    return "; ".join(" -> ".join(p) for p in paths) or "(none)"
+
+
+def _nodes(paths: list[WalkPath], topics: list[str]) -> list[str]:
+    """Every node the sequences reach, the topics left out (a topic is never its own answer)."""
+    skip = set(topics)
+    return list(dict.fromkeys(n for p in paths for n in p.nodes if n not in skip))
+
+
+def _sequences(kg: KnowledgeGraph, paths: list[WalkPath]) -> str:
+    names = kg.names(list(dict.fromkeys(n for p in paths for n in p.nodes)))
+    lines = []
+    for i, path in enumerate(paths, start=1):
+        parts = [node_label(path.nodes[0], names)]
+        for hop, node in zip(path.hops, path.nodes[1:], strict=True):
+            parts += [describe_hop(hop), node_label(node, names)]
+        lines.append(f"{i}. " + " -> ".join(parts))
+    return "\n".join(lines)
+
+
+def _match_relation(text: str, available: list[Hop], scorer: Any, top_k: int, min_match: float) -> list[Hop]:
+    """The available hops a generated relation stands for: the one it names exactly, else the ``top_k`` most similar
+    at or above ``min_match`` (hybrid BM25 + dense over the relation's words)."""
+    if not available:
+        return []
+    wanted = text.strip().strip("\"'`").strip()
+    incoming = wanted.endswith("(incoming)")
+    bare = wanted.removesuffix("(incoming)").strip().casefold()
+    exact = [h for h in available if h.relation.casefold() == bare]
+    if exact:
+        direction = Direction.IN if incoming else Direction.OUT
+        chosen = [h for h in exact if h.direction is direction] or exact
+        return chosen[:1]
+    relations = list(dict.fromkeys(h.relation for h in available))
+    ranked = scorer.rank(bare, relations)
+    good = [r for r, score in ranked if score >= min_match][:top_k]
+    return [h for r in good for h in available if h.relation == r][:top_k]
