@@ -267,8 +267,9 @@ class SRP(KGQAMethod):
         for path in paths:
             frontier = [WalkPath.start(t) for t in topics]
             for relation in path:
-                available = list(dict.fromkeys(h for p in frontier for h in entity_hops(ctx.kg, p.end,
-                                                                                      exclude=p.back_hop())))
+                # The hop back along the last edge stays available: MetaQA's "films with the same director" walks
+                # directed_by and back (to other films; the node just left is not offered again).
+                available = list(dict.fromkeys(h for p in frontier for h in entity_hops(ctx.kg, p.end)))
                 matched = _match_relation(relation, available, scorer, cfg.retrieval_top_k, cfg.min_match)
                 matches_log.append({"relation": relation, "available": len(available),
                                     "matched": [describe_hop(h) for h in matched]})
@@ -280,7 +281,11 @@ class SRP(KGQAMethod):
                 extended: list[WalkPath] = []
                 for p in frontier:
                     for hop in matched:
-                        for node in hop_neighbours(ctx.kg, p.end, hop, limit=cfg.neighbour_limit, visited=p.nodes):
+                        # Never back along the edge just walked, nor to the topic; an entity met before may be
+                        # reached again by another relation (the writer who also directed, in MetaQA's 3-hop gold).
+                        back = {p.nodes[-2]} if hop == p.back_hop() else set()
+                        for node in hop_neighbours(ctx.kg, p.end, hop, limit=cfg.neighbour_limit,
+                                                   visited={p.nodes[0], *back}):
                             extended.append(p.extend(hop, node))
                 if len(extended) > cfg.max_paths:
                     out.truncated = True
