@@ -90,6 +90,9 @@ class PruningConfig:
     prefilter: int = DEFAULT_PREFILTER
     #: llm and hybrid: the reply budget in tokens; ``None``: :func:`default_prune_tokens` of ``top_k``.
     max_tokens: int | None = None
+    #: llm and hybrid: top a reply naming fewer than ``top_k`` relations up from the similarity ranking (CCoR keeps k
+    #: branches to backtrack to); False keeps just what the model named (VoG: "the relevant ones").
+    fill: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("llm", "embedding", "hybrid"):
@@ -271,7 +274,7 @@ class RelationPruner:
             scorer = self.similarity
             return StepResult.failed(f"{failure}; replaced by the {scorer} scorer", ranking[:k], replaced_by=scorer)
         kept = [ScoredHop(h, (k - i) / k) for i, h in enumerate(picked)]
-        if len(picked) < k:
+        if len(picked) < k and self.config.fill:
             # Fewer names than asked: top up from the similarity ranking of the listed candidates, below the model's.
             ranking = ranking if ranking is not None else self._ranked(question, pool)
             listed = set(shown)
@@ -311,3 +314,22 @@ class RelationPruner:
             if len(picked) == self.config.top_k:
                 break
         return picked, ignored
+
+
+def adaptive_width(similarities: Sequence[float], *, low: int = 3, high: int = 10, temperature: float = 0.1) -> int:
+    """How many of ``similarities``' candidates an entropy-adaptive prefilter keeps (VoG): between ``low`` and ``high``,
+    more when the similarity distribution is flat (the scorer cannot tell them apart), fewer when it is peaked.
+
+    The similarities are turned into a distribution by a softmax at ``temperature``; its entropy, divided by the
+    largest possible (``log n``), sets the width linearly between ``low`` and ``high``; never more than ``n``.
+    """
+    n = len(similarities)
+    if n <= low:
+        return n
+    if low < 1 or high < low or temperature <= 0:
+        raise ConfigError(f"adaptive_width needs 1 <= low <= high and temperature > 0, got {low}, {high}, {temperature}")
+    logits = np.asarray(similarities, dtype=float) / temperature
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    entropy = float(-(probs * np.log(np.clip(probs, 1e-12, None))).sum() / np.log(n))
+    return min(n, low + round((high - low) * min(max(entropy, 0.0), 1.0)))

@@ -74,3 +74,24 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
         return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, **params))
     except StructuredOutputError as exc:
         return StepResult.failed(str(exc))
+
+
+class BudgetedModel:
+    """A chat model with a budget of calls for one question: a call past it (a re-ask included) raises
+    ``spent(budget)`` instead of reaching the model, so a method's call limit holds whatever the model replies.
+
+    FoG's R + 1 calls and VoG's 60 are such budgets. Everything else is the wrapped model's (name, accounting).
+    """
+
+    def __init__(self, model: Any, budget: int, spent: Any) -> None:
+        self.model, self.calls, self.budget, self.spent = model, 0, budget, spent
+        self.name = getattr(model, "name", "model")
+
+    def chat(self, messages: Any, **params: Any) -> Any:
+        if self.calls >= self.budget:
+            raise self.spent(self.budget)
+        self.calls += 1
+        return self.model.chat(messages, **params)
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self.model, item)

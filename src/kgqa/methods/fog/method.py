@@ -77,7 +77,7 @@ from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand, rank_answers
-from kgqa.steps.reply import ask_reply
+from kgqa.steps.reply import BudgetedModel, ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
 
@@ -150,22 +150,8 @@ class MemoryReply(BaseModel):
     subsequent_question: list[str] = Field(default_factory=list)
 
 
-class _BudgetedModel:
-    """The context's model with a budget of calls for this question (R + 1): a call past it, a re-ask included, is
-    refused with an LLMError the round handles, so the budget holds whatever the model replies."""
-
-    def __init__(self, model: Any, budget: int) -> None:
-        self.model, self.calls, self.budget = model, 0, budget
-        self.name = getattr(model, "name", "model")
-
-    def chat(self, messages: Any, **params: Any) -> Any:
-        if self.calls >= self.budget:
-            raise LLMError(f"FoG's call budget is spent ({self.budget} calls = rounds + 1)")
-        self.calls += 1
-        return self.model.chat(messages, **params)
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self.model, item)
+def _spent(budget: int) -> LLMError:
+    return LLMError(f"FoG's call budget is spent ({budget} calls = rounds + 1)")
 
 
 @register_method("fog")
@@ -315,7 +301,7 @@ class FoG(KGQAMethod):
     def _with_llm(self, question: Question, seeds: list[str], scorer: Any, labels: Any, ctx: MethodContext) -> Prediction:
         cfg = self.config
         budget = cfg.rounds + 1
-        llm = _BudgetedModel(ctx.llm, budget)
+        llm = BudgetedModel(ctx.llm, budget, _spent)
         sub_questions = [question.text]
         try:
             reply = ask_reply(llm, PROMPTS, "decompose", SubQuestions, step="fog.decompose",
