@@ -225,14 +225,9 @@ def train_srp(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 
 
 def _commit() -> str | None:
-    import subprocess
+    from kgqa.provenance import source_commit
 
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return source_commit()
 
 
 def _plot(history: list[dict[str, Any]], path: Path) -> bool:

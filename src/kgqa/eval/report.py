@@ -212,7 +212,8 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              ("method config", json.dumps(run_config.get("method_config") or {})),
              ("LLM", str(run_config.get("llm"))), ("KG", str(run_config.get("kg"))),
              ("seed / shuffle", f"{run_config.get('seed')} / {run_config.get('shuffle')}"),
-             ("kgqa", str(run_config.get("kgqa_version"))), ("started", str(run_config.get("started_at")))]
+             ("kgqa", f"{run_config.get('kgqa_version')} ({run_config.get('kgqa_commit') or 'commit unknown'})"),
+             ("started", str(run_config.get("started_at")))]
     run = summary.get("run") or {}
     if run.get("questions_per_s"):
         facts.append(("this invocation", f"{run.get('answered', 0)} answered in {run.get('loop_s')} s "

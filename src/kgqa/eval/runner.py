@@ -73,6 +73,7 @@ from kgqa.eval.summary import summarize_run
 from kgqa.llm.accounting import RecordedModel, Recorder
 from kgqa.methods.base import Method, Needs, attach_run_facts, method_config_dump, method_needs, solve
 from kgqa.methods.registry import get_method, parse_method_config
+from kgqa.provenance import source_commit
 
 if TYPE_CHECKING:
     from kgqa.kg.base import KnowledgeGraph
@@ -401,7 +402,8 @@ def run_eval(
         "method_config_resolved": resolved_config, "llm": llm_spec, "kg": kg_spec, "embedder": None, "seed": seed,
         "shuffle": shuffle, "limit": limit, "workers": workers,
         "data_dir": None if questions is not None else str(dataset_root(dataset, data_dir)),
-        "questions": len(selected), "kgqa_version": __version__, "python": sys.version.split()[0],
+        "questions": len(selected), "kgqa_version": __version__, "kgqa_commit": source_commit(),
+        "python": sys.version.split()[0],
         "started_at": datetime.fromtimestamp(started_wall, UTC).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
     }
