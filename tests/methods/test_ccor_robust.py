@@ -252,3 +252,25 @@ def test_how_many_over_values_answers_the_values() -> None:
 
 def events_of(trace: list[dict], step: str) -> list[dict]:
     return [e for e in trace if e["step"] == step]
+
+
+def test_the_main_judges_verdicts_become_audits_the_harness_scores() -> None:
+    """A judge that calls the first chain complete is measured: right when the chain reaches the answer, wrong when not."""
+    from kgqa.eval.metrics import score_prediction
+    from kgqa.methods import get_method, solve
+    from kgqa.testing import by_step, context, question, shared_movie_kg
+
+    policy = by_step({"ccor.prune": {"relations": ["film.director.film"]},
+                      "ccor.reason": {"chain_status": "complete", "reason": "done"}})
+    ctx, _, _ = context(shared_movie_kg(), policy)
+    right = question("Which films did Christopher Nolan direct?", ("m.nolan", "Christopher Nolan"),
+                     answers=[("m.inception", "Inception")])
+    prediction = solve(get_method("ccor", pruner="llm", top_k=1), right, ctx)
+    judged = [e for e in prediction.trace if e["step"] == "main.judge_audit"]
+    assert len(prediction.audits) == len(judged) == 1 and isinstance(judged[0]["nodes"], int)
+    assert score_prediction(right, prediction).audits["ccor.judge"]["tp"] == 1
+    wrong = question("Where was Christopher Nolan born?", ("m.nolan", "Christopher Nolan"),
+                     answers=[("m.london", "London")])
+    ctx, _, _ = context(shared_movie_kg(), policy)
+    assert score_prediction(wrong, solve(get_method("ccor", pruner="llm", top_k=1), wrong, ctx)).audits[
+        "ccor.judge"]["fp"] == 1

@@ -66,7 +66,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.core import AnswerItem, Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Chain, ConstraintChain, format_chain, is_literal, literal_value
 from kgqa.llm.base import LLMError
@@ -183,6 +183,17 @@ class CCoR(KGQAMethod):
     # -- the whole question ----------------------------------------------------------------------------------------
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        prediction = self._answer(question, ctx)
+        # The main chain's judgements, recorded as they were made, become audits the harness scores against gold.
+        audits = []
+        for event in ctx.trace:
+            if event.get("step") == "main.judge_audit" and isinstance(event.get("nodes"), list):
+                audits.append(Audit(check=f"{self.name}.judge", claim=event["claim"], nodes=event["nodes"],
+                                    step=event["iteration"]))
+                event["nodes"] = len(event["nodes"])  # the trace keeps the count; the audit keeps the nodes
+        return prediction.model_copy(update={"audits": audits}) if audits else prediction
+
+    def _answer(self, question: Question, ctx: MethodContext) -> Prediction:
         trace = ctx.trace
         try:
             present = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
@@ -278,8 +289,15 @@ class CCoR(KGQAMethod):
             action = Action.CONSTRAINT if decision.answer_space_reached else Action.FORWARD
         if action in (Action.STOP, Action.CONSTRAINT) and reached.nameless and not reached.samples:
             # Nameless mediator (CVT) nodes are not answers: the chain goes on through them.
-            return Judgement(Action.FORWARD, f"the chain ends on nameless mediator nodes ({decision.reason})")
-        return Judgement(action, decision.reason)
+            action, reason = Action.FORWARD, f"the chain ends on nameless mediator nodes ({decision.reason})"
+        else:
+            reason = decision.reason
+        # The judge's claim, for the harness to check (never here): Stop and Constraint say the answers are among
+        # the entities the chain reaches; Forward and Backtrack say they are not (yet).
+        nodes = ctx.kg.run_chain(topics, chain, limit=self.config.max_candidates).entities
+        ctx.trace.add("main.judge_audit", claim=action in (Action.STOP, Action.CONSTRAINT), nodes=list(nodes),
+                      iteration=sum(1 for e in ctx.trace if e.get("step") == "main.judge_audit"))
+        return Judgement(action, reason)
 
     # -- constraint chain ------------------------------------------------------------------------------------------
 
