@@ -71,6 +71,7 @@ from kgqa.eval.rundir import (
     run_dir_lock,
     write_json,
 )
+from kgqa.eval.runner import question_row
 from kgqa.eval.summary import summarize_run
 from kgqa.normalize import fold
 
@@ -416,23 +417,12 @@ def _result_row(question: Question, released: Released, line: int) -> tuple[dict
     prediction = Prediction(answers=released.answers, grounding=released.grounding, usage=usage,
                             evidence=released.evidence, error=error)
     score = score_prediction(question, prediction, latency_s=released.latency_s or 0.0)
-    row: dict[str, Any] = {
-        "id": question.id,
-        "question": question.text,
-        "answers": [a.name for a in prediction.answers],
-        "answer_ids": [a.id for a in prediction.answers],
-        "gold": [g.name for g in question.answers],
-        "gold_ids": [g.id for g in question.answers],
-    }
-    row.update(score.to_dict())
+    row = question_row(question, prediction, score)
     if released.usage is None:  # not recorded: leave it out rather than claim zero cost
         for key in ("llm_calls", "prompt_tokens", "completion_tokens"):
             row.pop(key)
     if released.latency_s is None:
         row.pop("latency_s")
-    for key in ("hops", "qtype"):
-        if question.metadata.get(key) is not None:
-            row[key] = question.metadata[key]
     imported: dict[str, Any] = {"line": line}
     if released.note:
         imported["note"] = released.note

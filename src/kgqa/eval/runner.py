@@ -199,7 +199,9 @@ def _canonical(value: Any) -> str:
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(QuestionScore))
 
 
-def _row(question: Question, prediction: Prediction, score: QuestionScore, clock: KGClock, usage: Mapping[str, Any]) -> dict:
+def question_row(question: Question, prediction: Prediction, score: QuestionScore) -> dict[str, Any]:
+    """The results.jsonl row of one scored question: question, answers, gold, every score, and the breakdown facts
+    (``hops``, ``qtype``). A run adds its timings; an imported run (``kgqa eval import-run``) its source line."""
     scores = {name: getattr(score, name) for name in _SCORE_FIELDS}  # dataclasses.asdict deep-copies: slow per row
     scores["groups"] = dict(score.groups)
     row: dict[str, Any] = {
@@ -211,14 +213,19 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
         "gold_ids": [g.id for g in question.answers],
     }
     row.update(scores)
+    for key in ("hops", "qtype"):
+        if question.metadata.get(key) is not None:
+            row[key] = question.metadata[key]
+    return row
+
+
+def _row(question: Question, prediction: Prediction, score: QuestionScore, clock: KGClock, usage: Mapping[str, Any]) -> dict:
+    row = question_row(question, prediction, score)
     row["llm_latency_s"] = float(usage.get("latency_s", 0.0))
     row["cache_hits"] = int(usage.get("cache_hits", 0))
     row["retries"] = int(usage.get("retries", 0))
     row["kg_time_s"] = clock.seconds
     row["kg_calls"] = clock.calls
-    for key in ("hops", "qtype"):
-        if question.metadata.get(key) is not None:
-            row[key] = question.metadata[key]
     return row
 
 

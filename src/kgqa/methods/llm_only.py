@@ -53,6 +53,23 @@ def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question:
     return answers, getattr(reply, "reasoning", "")
 
 
+def answer_alone(question: Question, ctx: MethodContext, prompts: PromptBook, *, cause: str, step: str,
+                 max_tokens: int | None = None, max_answers: int | None = None,
+                 prompt: str = "direct_generation") -> Prediction:
+    """The fallback of the KG methods (ToG, PoG, SRP, VoG): the LLM answers alone with its reasoning first, grounding
+    ``parametric``; the trace says why (``fallback`` event with ``cause``). An unreadable reply gives no answers."""
+    from kgqa.llm.structured import StructuredOutputError
+
+    try:
+        answers, reasoning = generate_answers(ctx.llm, prompts, prompt, question.text, reasoning=True, step=step,
+                                              max_tokens=max_tokens)
+    except StructuredOutputError as exc:
+        answers, reasoning = [], f"unreadable reply: {exc}"
+    ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
+    kept = answers if max_answers is None else answers[:max_answers]
+    return Prediction(answers=[AnswerItem(id=None, name=a) for a in kept], grounding=Grounding.PARAMETRIC)
+
+
 class ParametricConfig(MethodConfig):
     few_shot: bool = Field(default=True, description="two in-context examples (False: zero-shot prompt)")
     max_answers: Annotated[StrictInt, Field(ge=1)] | None = Field(default=None,

@@ -19,7 +19,7 @@ from kgqa.steps.pruning import cosine_scores
 from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
-    from kgqa.core import Trace
+    from kgqa.core import MethodContext, Question, TopicEntity, Trace
     from kgqa.llm.base import ChatModel
     from kgqa.llm.prompts import PromptBook
     from kgqa.text.base import Embedder
@@ -50,6 +50,34 @@ class ScoredEntity:
 
 
 EntityScorer = Literal["embedding", "bm25", "llm"]
+EntityScorerChoice = Literal["auto", "llm", "embedding", "bm25"]
+
+
+def resolve_entity_scorer(choice: str, llm: str | None) -> EntityScorer:
+    """The scorer ``choice`` stands for with the model spec ``llm``: ``auto`` is the embedding scorer for an offline
+    local model (a 135M model cannot rank entities) and the LLM otherwise, as for relations."""
+    from kgqa.llm import is_local_spec
+
+    if choice == "auto":
+        return "embedding" if is_local_spec(llm) else "llm"
+    if choice not in ("embedding", "bm25", "llm"):
+        raise ConfigError(f"entity pruner {choice!r} is not one of auto, embedding, bm25, llm")
+    return choice  # type: ignore[return-value]
+
+
+def topics_in_kg(question: Question, ctx: MethodContext, method: str) -> tuple[list[TopicEntity], str | None]:
+    """The question's topic entities the KG has, with a ``start`` trace event; the second value is why the method
+    must answer without the KG (no topic in it, or the KG failed while checking), else None."""
+    from kgqa.errors import KGError
+
+    try:
+        present = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
+    except KGError as exc:
+        ctx.trace.add("start", method=method, topics=[], error=f"{type(exc).__name__}: {exc}")
+        return [], f"the KG failed while checking the topics: {exc}"
+    ctx.trace.add("start", method=method, topics=[t.id for t in present],
+                  missing_topics=[t.id for t in question.topic_entities if t not in present])
+    return present, None if present else "no topic entity of the question is in the KG"
 
 
 class EntityPruner:

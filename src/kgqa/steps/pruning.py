@@ -316,6 +316,13 @@ class RelationPruner:
         return picked, ignored
 
 
+def similarity_order(embedder: Embedder | None, query: str, texts: Sequence[str]) -> tuple[list[int], list[float]]:
+    """Indices of ``texts`` most similar to ``query`` first (ties in the given order), and the scores: cosine by the
+    embedder, else word overlap (:func:`lexical_scores`). The prefilter of long candidate lists (PoG, VoG)."""
+    scores = cosine_scores(embedder, query, texts) if embedder is not None else lexical_scores(query, texts)
+    return sorted(range(len(texts)), key=lambda i: (-scores[i], i)), scores
+
+
 def adaptive_width(similarities: Sequence[float], *, low: int = 3, high: int = 10, temperature: float = 0.1) -> int:
     """How many of ``similarities``' candidates an entropy-adaptive prefilter keeps (VoG): between ``low`` and ``high``,
     more when the similarity distribution is flat (the scorer cannot tell them apart), fewer when it is peaked.

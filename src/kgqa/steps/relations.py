@@ -6,7 +6,7 @@ Written once for every relation-centric method: CoR/CCoR here, and later methods
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kgqa.kg.base import Chain, Direction, Hop, KnowledgeGraph, is_literal
 from kgqa.kg.schema import relation_words
@@ -54,6 +54,8 @@ class Reached:
     truncated: bool
     #: Every entity the chain reaches is one it started from (it walked back, e.g. through a mediator node).
     only_start: bool = False
+    #: Every entity reached (up to the limit), for a caller that records them (CCoR's judge audits).
+    entities: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.count == 0:
@@ -75,4 +77,5 @@ def reached_view(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *, sam
     shown = [names[e] or "" for e in head if names.get(e)]
     nameless = sum(1 for e in head if not names.get(e) and not is_literal(e))
     only_start = bool(result.entities) and not result.truncated and set(result.entities) <= set(topics)
-    return Reached(len(result.entities), shown[:samples], nameless, result.truncated, only_start)
+    return Reached(len(result.entities), shown[:samples], nameless, result.truncated, only_start,
+                   list(result.entities))

@@ -84,6 +84,13 @@ def verbalize_triples(kg: KnowledgeGraph, triples: Sequence[Triple]) -> list[str
     return [f"({node_label(h, names)}, {r}, {node_label(t, names)})" for h, r, t in triples]
 
 
+def shown_triples(kg: KnowledgeGraph, paths: Sequence[WalkPath], limit: int) -> tuple[list[str], list[str]]:
+    """The distinct triples of ``paths`` in words (the newest last, at most ``limit``), and every node they mention:
+    what a reasoning prompt shows and what its answers may be linked to."""
+    triples = list(dict.fromkeys(t for p in paths for t in p.triples))[-limit:]
+    return verbalize_triples(kg, triples), [n for h, _, t in triples for n in (h, t)]
+
+
 def link_answers(kg: KnowledgeGraph, answers: Sequence[str], nodes: Iterable[str]) -> list[AnswerItem]:
     """Answer items for the names an LLM answered with: a name that equals (normalised) the name of a node it was
     shown gets that node's id; any other name stays a bare name (``id`` None), never matched to an unseen node."""

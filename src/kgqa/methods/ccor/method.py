@@ -294,8 +294,7 @@ class CCoR(KGQAMethod):
             reason = decision.reason
         # The judge's claim, for the harness to check (never here): Stop and Constraint say the answers are among
         # the entities the chain reaches; Forward and Backtrack say they are not (yet).
-        nodes = ctx.kg.run_chain(topics, chain, limit=self.config.max_candidates).entities
-        ctx.trace.add("main.judge_audit", claim=action in (Action.STOP, Action.CONSTRAINT), nodes=list(nodes),
+        ctx.trace.add("main.judge_audit", claim=action in (Action.STOP, Action.CONSTRAINT), nodes=reached.entities,
                       iteration=sum(1 for e in ctx.trace if e.get("step") == "main.judge_audit"))
         return Judgement(action, reason)
 

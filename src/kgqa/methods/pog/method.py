@@ -38,22 +38,21 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.llm_only import answer_alone
 from kgqa.methods.registry import register_method
-from kgqa.steps.entities import Candidate, EntityPruner
+from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationPruner,
-    cosine_scores,
-    lexical_scores,
     pruner_needs_embedder,
     resolve_pruner,
+    similarity_order,
 )
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
@@ -64,11 +63,11 @@ from kgqa.steps.walks import (
     linked_nodes,
     node_label,
     path_evidence,
+    shown_triples,
     verbalize_triples,
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.pog")
-EntityPrunerChoice = Literal["auto", "llm", "embedding", "bm25"]
 
 
 class SubObjectives(BaseModel):
@@ -109,7 +108,7 @@ class PoGConfig(MethodConfig):
     max_rounds: int = Field(default=8, ge=1, description="exploration rounds at most (ours; bounds add/backtrack)")
     relation_pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local "
                                                                       "models, llm otherwise")
-    entity_pruner: EntityPrunerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
+    entity_pruner: EntityScorerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
                                                                           "models, llm otherwise")
     prefilter: int = Field(default=30, ge=1, description="most relations one selection prompt lists")
     temperature: float = Field(default=0.3, ge=0.0, le=2.0, description="temperature of every call")
@@ -130,14 +129,6 @@ def _numbered(goals: list[str]) -> str:
     return "\n".join(f"{i}. {goal}" for i, goal in enumerate(goals, start=1))
 
 
-def _resolve_entity_pruner(choice: str, llm: str | None) -> Literal["llm", "embedding", "bm25"]:
-    from kgqa.llm import is_local_spec
-
-    if choice == "auto":
-        return "embedding" if is_local_spec(llm) else "llm"
-    return choice  # type: ignore[return-value]
-
-
 @register_method("pog")
 class PoG(KGQAMethod):
     """Plan-on-Graph (see the module docstring)."""
@@ -149,18 +140,13 @@ class PoG(KGQAMethod):
 
     def needs(self, llm: str | None = None) -> Needs:
         relation = resolve_pruner(self.config.relation_pruner, llm)
-        entity = _resolve_entity_pruner(self.config.entity_pruner, llm)
+        entity = resolve_entity_scorer(self.config.entity_pruner, llm)
         return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
-        try:
-            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
-        except KGError as exc:
-            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
-        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
-                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
-        if not topics:
-            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        topics, cause = topics_in_kg(question, ctx, self.name)
+        if cause is not None:
+            return self._direct(question, ctx, cause)
         try:
             return self._explore(question, ctx, [WalkPath.start(t.id) for t in topics])
         except (KGError, LLMError) as exc:
@@ -177,7 +163,7 @@ class PoG(KGQAMethod):
                           prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
             llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="pog.relations", temperature=cfg.temperature,
             seed=ctx.seed)
-        entities = EntityPruner(_resolve_entity_pruner(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
+        entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
                                 embedder=ctx.embedder, prompts=PROMPTS, step="pog.entities",
                                 max_tokens=cfg.entity_tokens, temperature=cfg.temperature, seed=ctx.seed)
         goals = _numbered(subobjectives)
@@ -252,11 +238,7 @@ class PoG(KGQAMethod):
         nameless = [n for n in nodes if not node_names.get(n)][: cfg.width]
         shown = named
         if len(named) > cfg.prefilter_entities:
-            query = question.text
-            texts = [node_names.get(n) or "" for n in named]
-            scores = (cosine_scores(ctx.embedder, query, texts) if ctx.embedder is not None
-                      else lexical_scores(query, texts))
-            order = sorted(range(len(named)), key=lambda i: (-scores[i], i))
+            order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(n) or "" for n in named])
             shown = [named[i] for i in order[: cfg.prefilter_entities]]
         kept_ids: list[str] = []
         if len(shown) <= cfg.width:
@@ -272,13 +254,9 @@ class PoG(KGQAMethod):
                       selected=verbalize_triples(kg, [p.triples[-1] for p in selected]), left_out=len(left_out))
         return selected, left_out
 
-    def _triples(self, ctx: MethodContext, gathered: list[WalkPath]) -> tuple[list[str], list[str]]:
-        triples = list(dict.fromkeys(t for p in gathered for t in p.triples))[-self.config.max_triples_shown:]
-        return verbalize_triples(ctx.kg, triples), [n for h, _, t in triples for n in (h, t)]
-
     def _update_memory(self, question: Question, ctx: MethodContext, goals: list[str], memory: str,
                        gathered: list[WalkPath], round_no: int) -> str:
-        lines, _ = self._triples(ctx, gathered)
+        lines, _ = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
         reply = ask_reply(ctx.llm, PROMPTS, "update_memory", Memory, step="pog.memory",
                           max_tokens=self.config.memory_tokens, temperature=self.config.temperature, seed=ctx.seed,
                           question=question.text, subobjectives=_numbered(goals), memory=memory,
@@ -296,7 +274,7 @@ class PoG(KGQAMethod):
 
     def _reason(self, question: Question, ctx: MethodContext, memory: str, gathered: list[WalkPath],
                 round_no: int) -> Prediction | None:
-        lines, nodes = self._triples(ctx, gathered)
+        lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
         reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="pog.reason",
                           max_tokens=self.config.reason_tokens, temperature=self.config.temperature, seed=ctx.seed,
                           question=question.text, memory=memory, triples="\n".join(lines))
@@ -344,16 +322,8 @@ class PoG(KGQAMethod):
         return action, chosen
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        from kgqa.llm.structured import StructuredOutputError
-
-        try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
-                                                  step="pog.generate", max_tokens=self.config.answer_tokens)
-        except StructuredOutputError as exc:
-            answers, reasoning = [], f"unreadable reply: {exc}"
-        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
-                          grounding=Grounding.PARAMETRIC)
+        return answer_alone(question, ctx, PROMPTS, cause=cause, step="pog.generate",
+                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
         lines: list[str] = []

@@ -47,14 +47,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kgqa.core import AnswerItem, Audit, Grounding, MethodContext, Prediction, Question
+from kgqa.core import Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
 from kgqa.kg.base import Direction, Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
+from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, resolve_pruner
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
@@ -157,14 +158,9 @@ class SRP(KGQAMethod):
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         if ctx.embedder is None:
             raise ConfigError("srp needs an embedder (instantiation matches relations by BM25 + dense similarity)")
-        try:
-            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
-        except KGError as exc:
-            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
-        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
-                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
-        if not topics:
-            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        topics, cause = topics_in_kg(question, ctx, self.name)
+        if cause is not None:
+            return self._direct(question, ctx, cause)
         try:
             return self._solve(question, ctx, [t.id for t in topics], [t.name for t in topics])
         except (KGError, LLMError) as exc:
@@ -353,23 +349,16 @@ class SRP(KGQAMethod):
             answers, reasoning = [], f"unreadable reply: {exc}"
         nodes = [n for p in kept for n in p.nodes]
         items = link_answers(ctx.kg, answers, nodes)[: self.config.max_answers]
-        ends = linked_nodes(items, nodes, ctx.kg) - set(topics) or linked_nodes(items, nodes, ctx.kg)
+        linked = linked_nodes(items, nodes, ctx.kg)
+        ends = linked - set(topics) or linked
         grounding = Grounding.STRUCTURED if ends else Grounding.PARAMETRIC
         ctx.trace.add("answer", stage="answer", grounding=str(grounding), reasoning=reasoning, answers=len(items),
                       linked=len(ends))
         return Prediction(answers=items, grounding=grounding, evidence=path_evidence(kept, ends))
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        from kgqa.llm.structured import StructuredOutputError
-
-        try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
-                                                  step="srp.generate", max_tokens=self.config.answer_tokens)
-        except StructuredOutputError as exc:
-            answers, reasoning = [], f"unreadable reply: {exc}"
-        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
-                          grounding=Grounding.PARAMETRIC)
+        return answer_alone(question, ctx, PROMPTS, cause=cause, step="srp.generate",
+                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
         lines: list[str] = []

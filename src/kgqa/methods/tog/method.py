@@ -38,18 +38,19 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
+from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
-from kgqa.steps.entities import Candidate, EntityPruner
+from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
@@ -61,11 +62,11 @@ from kgqa.steps.walks import (
     linked_nodes,
     path_evidence,
     seeded_sample,
+    shown_triples,
     verbalize_triples,
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
-EntityPrunerChoice = Literal["auto", "llm", "embedding", "bm25"]
 
 
 class Sufficiency(BaseModel):
@@ -88,7 +89,7 @@ class ToGConfig(MethodConfig):
                                                                     "of them at random, seeded (None: never sample)")
     relation_pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local "
                                                                       "models, llm otherwise")
-    entity_pruner: EntityPrunerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
+    entity_pruner: EntityScorerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
                                                                           "models, llm otherwise")
     prefilter: int = Field(default=30, ge=1, description="most relations one pruning prompt lists (the most similar "
                                                          "to the question first)")
@@ -102,15 +103,6 @@ class ToGConfig(MethodConfig):
     answer_tokens: int = Field(default=256, ge=16, description="reply budget of the answer from triples or memory")
     max_triples_shown: int = Field(default=60, ge=1, description="gathered triples shown to the reasoning step")
     max_answers: int = Field(default=20, ge=1)
-
-
-def resolve_entity_pruner(choice: str, llm: str | None) -> Literal["llm", "embedding", "bm25"]:
-    """``auto`` is the embedding scorer for an offline local model and the LLM otherwise."""
-    from kgqa.llm import is_local_spec
-
-    if choice == "auto":
-        return "embedding" if is_local_spec(llm) else "llm"
-    return choice  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -132,28 +124,23 @@ class ToG(KGQAMethod):
 
     def needs(self, llm: str | None = None) -> Needs:
         relation = resolve_pruner(self.config.relation_pruner, llm)
-        entity = resolve_entity_pruner(self.config.entity_pruner, llm)
+        entity = resolve_entity_scorer(self.config.entity_pruner, llm)
         return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
 
     # -- the whole question ----------------------------------------------------------------------------------------
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         cfg = self.config
-        try:
-            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
-        except KGError as exc:
-            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
-        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
-                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
-        if not topics:
-            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        topics, cause = topics_in_kg(question, ctx, self.name)
+        if cause is not None:
+            return self._direct(question, ctx, cause)
         llm_name = getattr(ctx.llm, "name", None)
         relations = RelationPruner(
             PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
                           prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
             llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="tog.relations",
             temperature=cfg.explore_temperature, seed=ctx.seed)
-        entities = EntityPruner(resolve_entity_pruner(cfg.entity_pruner, llm_name), top_k=cfg.retain, llm=ctx.llm,
+        entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.retain, llm=ctx.llm,
                                 embedder=ctx.embedder, prompts=PROMPTS, step="tog.entities",
                                 max_tokens=cfg.entity_tokens, temperature=cfg.explore_temperature, seed=ctx.seed)
         rng = random.Random(f"tog:{ctx.seed}:{question.id}")
@@ -210,7 +197,7 @@ class ToG(KGQAMethod):
                                           relation_score, entity_score))
         return out
 
-    def _score_entities(self, question: Question, ctx: MethodContext, entities: EntityPruner, label: str, hop: Any,
+    def _score_entities(self, question: Question, ctx: MethodContext, entities: EntityPruner, label: str, hop: Hop,
                         nodes: list[str], event: dict[str, Any]) -> list[tuple[str, float]]:
         """(node, score) for at most ``retain`` nodes, scores summing to 1; a single node scores 1 without a call."""
         if len(nodes) <= 1:
@@ -236,15 +223,8 @@ class ToG(KGQAMethod):
 
     # -- reasoning and answers -------------------------------------------------------------------------------------
 
-    def _triples(self, ctx: MethodContext, gathered: list[WalkPath]) -> tuple[list[str], list[str]]:
-        """The distinct triples of the gathered paths in words (the newest last, at most ``max_triples_shown``), and
-        every node they mention."""
-        triples = list(dict.fromkeys(t for p in gathered for t in p.triples))[-self.config.max_triples_shown:]
-        nodes = [n for h, _, t in triples for n in (h, t)]
-        return verbalize_triples(ctx.kg, triples), nodes
-
     def _reason(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], depth: int) -> Prediction | None:
-        lines, nodes = self._triples(ctx, gathered)
+        lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
         reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="tog.reason",
                           max_tokens=self.config.reason_tokens, temperature=self.config.reason_temperature,
                           question=question.text, triples="\n".join(lines))
@@ -262,7 +242,7 @@ class ToG(KGQAMethod):
         """ToG's half stop: the model answers from the triples gathered so far and its own knowledge."""
         if not gathered:
             return self._direct(question, ctx, cause)
-        lines, nodes = self._triples(ctx, gathered)
+        lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
         from kgqa.llm.structured import StructuredOutputError
 
         try:
@@ -284,16 +264,8 @@ class ToG(KGQAMethod):
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         """ToG's fallback: the LLM alone (grounding ``parametric``)."""
-        from kgqa.llm.structured import StructuredOutputError
-
-        try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
-                                                  step="tog.generate", max_tokens=self.config.answer_tokens)
-        except StructuredOutputError as exc:
-            answers, reasoning = [], f"unreadable reply: {exc}"
-        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
-                          grounding=Grounding.PARAMETRIC)
+        return answer_alone(question, ctx, PROMPTS, cause=cause, step="tog.generate",
+                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
         lines: list[str] = []

@@ -48,22 +48,23 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import generate_answers
+from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import choose_candidates
+from kgqa.steps.entities import resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationPruner,
     adaptive_width,
-    cosine_scores,
     resolve_pruner,
+    similarity_order,
 )
 from kgqa.steps.relations import describe_hop, verbalize_relation
 from kgqa.steps.reply import BudgetedModel, ask_reply
@@ -162,30 +163,17 @@ class VoG(KGQAMethod):
         return Needs(kg=True, llm=True, embedder=True)
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
-        try:
-            topics = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
-        except KGError as exc:
-            return self._direct(question, ctx, f"the KG failed while checking the topics: {exc}")
-        ctx.trace.add("start", method=self.name, topics=[t.id for t in topics],
-                      missing_topics=[t.id for t in question.topic_entities if t not in topics])
-        if not topics:
-            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        topics, cause = topics_in_kg(question, ctx, self.name)
+        if cause is not None:
+            return self._direct(question, ctx, cause)
         try:
             return _Run(self.config, question, ctx, [t.id for t in topics], [t.name for t in topics]).run()
         except (KGError, LLMError) as exc:
             return self._direct(question, ctx, f"{type(exc).__name__} during the search: {exc}")
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        from kgqa.llm.structured import StructuredOutputError
-
-        try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "direct_generation", question.text, reasoning=True,
-                                                  step="vog.generate", max_tokens=self.config.answer_tokens)
-        except StructuredOutputError as exc:
-            answers, reasoning = [], f"unreadable reply: {exc}"
-        ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
-        return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers[: self.config.max_answers]],
-                          grounding=Grounding.PARAMETRIC)
+        return answer_alone(question, ctx, PROMPTS, cause=cause, step="vog.generate",
+                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
         lines: list[str] = []
@@ -231,8 +219,7 @@ class _Run:
         self.arms: dict[str, int] = {"local": 0, "lookahead": 0, "global": 0}
         llm_name = getattr(ctx.llm, "name", None)
         self.relation_kind = resolve_pruner(cfg.relation_selector, llm_name)
-        self.entity_kind = ("embedding" if resolve_pruner("auto", llm_name) == "embedding" else "llm") \
-            if cfg.entity_selector == "auto" else cfg.entity_selector
+        self.entity_kind = resolve_entity_scorer(cfg.entity_selector, llm_name)
 
     # -- the loop --------------------------------------------------------------------------------------------------
 
@@ -319,9 +306,8 @@ class _Run:
             return []
         shown = hops
         if len(hops) > self.cfg.prefilter_above:
-            sims = self._similarities(query, [verbalize_relation(h) for h in hops])
+            order, sims = similarity_order(self.ctx.embedder, query, [verbalize_relation(h) for h in hops])
             width = adaptive_width(sims)
-            order = sorted(range(len(hops)), key=lambda i: (-sims[i], i))
             shown = [hops[i] for i in order[:width]]
         pruner = RelationPruner(PruningConfig(kind=self.relation_kind, top_k=min(self.cfg.relation_width, len(shown)),
                                               prefilter=max(len(shown), 1), fill=False),
@@ -339,14 +325,12 @@ class _Run:
         mediators = [p for p in extensions if not names.get(p.end)][:10]
         shown = named
         if len(named) > self.cfg.prefilter_above:
-            sims = self._similarities(query, [names.get(p.end) or "" for p in named])
+            order, sims = similarity_order(self.ctx.embedder, query, [names.get(p.end) or "" for p in named])
             width = adaptive_width(sims)
-            order = sorted(range(len(named)), key=lambda i: (-sims[i], i))
             shown = [named[i] for i in order[:width]]
         if len(shown) <= 1 or self.entity_kind == "embedding":
             if len(shown) > self.cfg.entity_width:
-                sims = self._similarities(query, [names.get(p.end) or "" for p in shown])
-                order = sorted(range(len(shown)), key=lambda i: (-sims[i], i))
+                order, _ = similarity_order(self.ctx.embedder, query, [names.get(p.end) or "" for p in shown])
                 shown = [shown[i] for i in order[: self.cfg.entity_width]]
             return shown + mediators
         ids = [p.end for p in shown]
@@ -368,13 +352,6 @@ class _Run:
                 for node in hop_neighbours(self.kg, path.end, hop, limit=1, visited=path.nodes):
                     facts.append(path.extend(hop, node).triples[-1])
         return facts
-
-    def _similarities(self, query: str, texts: list[str]) -> list[float]:
-        if self.ctx.embedder is None:
-            from kgqa.steps.pruning import lexical_scores
-
-            return lexical_scores(query, texts)
-        return cosine_scores(self.ctx.embedder, query, texts)
 
     # -- verification and revision ---------------------------------------------------------------------------------
 
@@ -460,7 +437,8 @@ class _Run:
             answers, reasoning = [], f"no answer: {exc}"
         nodes = [n for p in self.paths for n in p.nodes]
         items = link_answers(self.kg, answers, nodes)[: self.cfg.max_answers]
-        ends = linked_nodes(items, nodes, self.kg) - set(self.topics) or linked_nodes(items, nodes, self.kg)
+        linked = linked_nodes(items, nodes, self.kg)
+        ends = linked - set(self.topics) or linked
         grounding = Grounding.STRUCTURED if ends else Grounding.PARAMETRIC
         self.ctx.trace.add("answer", grounding=str(grounding), reasoning=reasoning, linked=len(ends),
                            answers=len(items), revisions=self.revisions, arms=dict(self.arms))
