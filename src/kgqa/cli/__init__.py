@@ -28,7 +28,7 @@ def _register() -> None:
     # Command groups whose modules may not exist yet in a partial install are added when importable.
     for module, attr in (("kgqa.cli.eval", "eval_group"), ("kgqa.cli.ask", "ask_command"),
                          ("kgqa.cli.methods", "methods_command"), ("kgqa.cli.artifacts", "artifacts_group"),
-                         ("kgqa.cli.train", "train_group")):
+                         ("kgqa.cli.train", "train_group"), ("kgqa.cli.serve", "serve_command")):
         try:
             mod = __import__(module, fromlist=[attr])
         except ModuleNotFoundError as exc:

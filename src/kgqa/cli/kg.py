@@ -184,3 +184,18 @@ def kg_search(kg_spec: str, label: str, exact: bool, limit: int, schema: str | N
         click.echo("no match")
     for m in matches:
         click.echo(f"{m.score:5.2f}  {m.name}  [{m.id}]")
+
+
+def _register_server_commands() -> None:
+    """``kgqa kg endpoint`` and ``kgqa kg freebase-filter`` live in their own module (private SPARQL servers for users)."""
+    try:
+        from kgqa.cli import endpoint
+    except ModuleNotFoundError as exc:
+        if exc.name != "kgqa.cli.endpoint":
+            raise
+        return
+    for command in endpoint.COMMANDS:
+        kg_group.add_command(command)
+
+
+_register_server_commands()
