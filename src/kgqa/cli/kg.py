@@ -188,8 +188,10 @@ def kg_search(kg_spec: str, label: str, exact: bool, limit: int, schema: str | N
 
 def _register_server_commands() -> None:
     """``kgqa kg endpoint`` and ``kgqa kg freebase-filter`` live in their own module (private SPARQL servers for users)."""
+    import importlib
+
     try:
-        from kgqa.cli import endpoint
+        endpoint = importlib.import_module("kgqa.cli.endpoint")
     except ModuleNotFoundError as exc:
         if exc.name != "kgqa.cli.endpoint":
             raise
