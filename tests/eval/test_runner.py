@@ -88,9 +88,9 @@ def write_rules(path: Path, questions: list[Question], *, skip: frozenset[int] |
     for i, q in enumerate(questions):
         if i in skip or _expected(q, i) == ["Not An Answer"]:
             continue
-        lines.append({"match": _pattern(q.text), "reply": {"reasoning": "scripted", "answers": _expected(q, i)}})
+        lines.append({"match": _pattern(q.text), "reply": {"answers": _expected(q, i)}})
     if default:
-        lines.append({"reply": {"reasoning": "scripted", "answers": ["Not An Answer"]}})
+        lines.append({"reply": {"answers": ["Not An Answer"]}})
     else:
         for i, q in enumerate(questions):  # without a default, every question but the skipped ones needs its rule
             if i not in skip and _expected(q, i) == ["Not An Answer"]:

@@ -105,7 +105,7 @@ def test_default_location_and_switch(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with FaultServer() as srv:
         assert not isinstance(load(f"openai:m@{srv.url}"), CachedModel)
     monkeypatch.setenv("KGQA_LLM_CACHE", "maybe")
-    with pytest.raises(ConfigError, match="boolean"):
+    with pytest.raises(ConfigError, match="on, off or refresh"):
         load(f"openai:m@{srv.url}")
 
 

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         cli.main(args=argv, prog_name="kgqa", standalone_mode=False)
     except KGQAError as exc:
         click.echo(f"kgqa: error: {exc}", err=True)
-        return 2
+        return exc.exit_code
     except click.exceptions.Abort:
         click.echo("kgqa: aborted", err=True)
         return 130

@@ -69,6 +69,13 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
               help="Benchmark data directory (default: KGQA_DATA_DIR / config data_dir).")
 @click.option("--max-failures", type=click.IntRange(min=0), default=25, show_default=True,
               help="Stop after this many consecutive failed questions (0: never).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the LLM cache in this run.")
+@click.option("--refresh-cache", is_flag=True, help="Ask the model again instead of reading the LLM cache, and store "
+                                                    "the new replies (replaces entries of an earlier, faulty run).")
+@click.option("--kg-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per SPARQL request attempt (default: KGQA_KG_TIMEOUT / config kg_timeout, else 30).")
+@click.option("--kg-retries", type=click.IntRange(min=0), default=None,
+              help="Extra attempts per SPARQL request (default: KGQA_KG_RETRIES / config kg_retries, else 2).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-report", is_flag=True, help="Write summary.json only (no report.md, no plots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON at the end.")
@@ -76,7 +83,8 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
 def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str | None, method_config: tuple[str, ...],
                llm_spec: str | None, kg_spec: str | None, embedder: str, limit: int | None, shuffle: bool, seed: int,
                workers: int, out_dir: Path | None, resume: bool, retry_errors: bool, data_dir: Path | None,
-               max_failures: int, no_progress: bool, no_report: bool, as_json: bool) -> None:
+               max_failures: int, no_cache: bool, refresh_cache: bool, kg_timeout: float | None, kg_retries: int | None,
+               no_progress: bool, no_report: bool, as_json: bool) -> None:
     """Evaluate METHOD on a benchmark: kgqa eval --dataset NAME --method NAME --llm SPEC [--kg KG] --out RUNDIR."""
     if ctx.invoked_subcommand is not None:
         given = [p.name for p in ctx.command.params
@@ -103,10 +111,12 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
     run = run_eval(dataset, out=out_dir, split=split, method=method, method_config=settings, llm=llm_spec, kg=kg_spec,
                    embedder=embedder, limit=limit, seed=seed, shuffle=shuffle, workers=workers, resume=resume,
                    retry_errors=retry_errors, data_dir=data_dir, progress=not no_progress, report=not no_report,
-                   max_consecutive_failures=max_failures)
+                   max_consecutive_failures=max_failures, llm_options=cache_options(no_cache, refresh_cache),
+                   kg_options=kg_options(kg_timeout, kg_retries))
     summary = run.summary
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        _fail_if_all_failed(run)
         return
     click.echo(f"{run.out_dir}: {run.answered} answered now ({run.failed} failed), {run.skipped} finished before; "
                f"{summary.get('n', 0)} in results")
@@ -116,6 +126,39 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
                f"calls/q {summary.get('llm_calls_mean', 0):.2f}  tokens/q {summary.get('tokens_mean', 0):.0f}")
     if not no_report:
         click.echo(f"report: {run.out_dir / 'report.md'}")
+    _fail_if_all_failed(run)
+
+
+def cache_options(no_cache: bool, refresh_cache: bool) -> dict[str, Any]:
+    """The LLM options of ``--no-cache`` / ``--refresh-cache`` (none: the configured cache mode)."""
+    if no_cache and refresh_cache:
+        raise ConfigError("--no-cache and --refresh-cache cannot be combined (one skips the cache, one rewrites it)")
+    if no_cache:
+        return {"cache": False}
+    return {"cache": "refresh"} if refresh_cache else {}
+
+
+def kg_options(timeout: float | None, retries: int | None) -> dict[str, Any]:
+    """The SPARQL options of ``--kg-timeout`` / ``--kg-retries`` (unset ones come from the environment or config)."""
+    options: dict[str, Any] = {}
+    if timeout is not None:
+        options["timeout"] = timeout
+    if retries is not None:
+        options["retries"] = retries
+    return options
+
+
+def _fail_if_all_failed(run: Any) -> None:
+    """A run in which every question failed is a failed command (exit 1), with its first error named."""
+    if not run.answered or run.failed < run.answered:
+        return
+    from kgqa.errors import RunFailed
+    from kgqa.eval.rundir import read_results
+
+    errors = [str(r["error"]) for r in read_results(run.out_dir) if r.get("error")]
+    first = errors[-1][:300] if errors else "unknown"
+    raise RunFailed(f"every question of this invocation failed ({run.failed} of {run.answered}); last error: {first}. "
+                    f"The rows are saved in {run.out_dir}: fix the cause, then `--resume --retry-errors`.")
 
 
 @eval_group.command("compare")

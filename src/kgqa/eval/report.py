@@ -209,6 +209,8 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     facts = [("questions scored", f"{summary.get('n', 0):,}"
               + (f" of {summary['selected']:,} selected" if summary.get("selected") else "")),
              ("failed questions", str(summary.get("errors", 0))),
+             ("unreadable replies", f"{summary.get('unreadable_replies_total', 0):,} in "
+                                    f"{summary.get('questions_with_unreadable', 0):,} questions"),
              ("method config", json.dumps(run_config.get("method_config") or {})),
              ("LLM", str(run_config.get("llm"))), ("KG", str(run_config.get("kg"))),
              ("seed / shuffle", f"{run_config.get('seed')} / {run_config.get('shuffle')}"),
@@ -320,6 +322,7 @@ def compare_runs(run_dirs: Sequence[str | os.PathLike[str]], *,
         rows.append([label, *[str(s.get(key) if s.get(key) is not None else "-") for s in summaries]])
     rows.append(["n", *[f"{s.get('n', 0):,}" for s in summaries]])
     rows.append(["errors", *[str(s.get("errors", 0)) for s in summaries]])
+    rows.append(["questions with unreadable replies", *[str(s.get("questions_with_unreadable", 0)) for s in summaries]])
     for key, label, kind in (*MAIN_METRICS, *LEGACY_METRICS, *COST_METRICS):
         rows.append([label + (" %" if kind == "rate" else ""), *[_fmt(s.get(key), kind) for s in summaries]])
     if breakdowns:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgqa import __version__, config
 from kgqa.core import MethodContext, Prediction, Question
-from kgqa.errors import ConfigError, DataError, KGQAError
+from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
 from kgqa.eval.datasets import dataset_root, load_dataset
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
@@ -98,6 +98,8 @@ __all__ = [
 ]
 
 #: Settings that decide the answers: a resumed run must keep them, or its results would mix two experiments.
+#: Consecutive questions failed by a KG timeout after which a run stops (each waited out every retry of a query).
+KG_TIMEOUT_FAILURES = 3
 RESUME_KEYS = ("dataset", "split", "method", "method_config_resolved", "llm", "kg", "seed", "shuffle")
 
 
@@ -224,6 +226,7 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
     row["llm_latency_s"] = float(usage.get("latency_s", 0.0))
     row["cache_hits"] = int(usage.get("cache_hits", 0))
     row["retries"] = int(usage.get("retries", 0))
+    row["unreadable_replies"] = int(usage.get("unreadable_replies", 0))
     row["kg_time_s"] = clock.seconds
     row["kg_calls"] = clock.calls
     return row
@@ -333,6 +336,7 @@ def run_eval(
     fsync: str = "group",
     max_consecutive_failures: int = 25,
     llm_options: Mapping[str, Any] | None = None,
+    kg_options: Mapping[str, Any] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> EvalRun:
     """Evaluate ``method`` on ``dataset``/``split`` into the run directory ``out`` (see the module docstring).
@@ -390,7 +394,10 @@ def run_eval(
     elif kg_spec is not None:
         from kgqa.kg import open_kg
 
-        kg_obj, owns_kg = open_kg(kg_spec), True
+        if kg_options and not str(kg_spec).strip().startswith(("http://", "https://")):
+            raise ConfigError(f"SPARQL options ({', '.join(sorted(kg_options))}) were given but the KG {kg_spec!r} is "
+                              "not a SPARQL endpoint URL")
+        kg_obj, owns_kg = open_kg(kg_spec, **dict(kg_options or {})), True
     text_embedder: Any = None
     if needs.embedder and isinstance(embedder, str):
         from kgqa.text import load_embedder
@@ -458,11 +465,11 @@ def run_eval(
         stop_reason: str | None = None
         loop_started = time.perf_counter()
         with ResultsWriter(results_path, fsync=fsync) as results, ResultsWriter(traces_path, fsync="none") as traces:
-            consecutive = 0
+            consecutive = kg_timeouts = 0
 
             def finish(row: dict[str, Any], trace_row: dict[str, Any]) -> bool:
                 """Write one finished question; False when the run should stop."""
-                nonlocal answered, failed, consecutive, stop_reason
+                nonlocal answered, failed, consecutive, kg_timeouts, stop_reason
                 traces.write(trace_row)  # before the result: a result line always has its trace
                 results.write(row)
                 answered += 1
@@ -472,12 +479,17 @@ def run_eval(
                 if row.get("error"):
                     failed += 1
                     consecutive += 1
-                    if max_consecutive_failures and consecutive >= max_consecutive_failures and stop_reason is None:
-                        stop_reason = (f"stopped after {consecutive} consecutive failed questions (last: "
+                    kg_timeouts = kg_timeouts + 1 if str(row["error"]).startswith(QueryTimeout.__name__) else 0
+                    limit = max_consecutive_failures
+                    if limit and kg_timeouts:  # each of these waited out every retry: give up sooner
+                        limit = min(limit, KG_TIMEOUT_FAILURES)
+                    if limit and consecutive >= limit and stop_reason is None:
+                        why = f", the KG timing out in the last {kg_timeouts}" if kg_timeouts else ""
+                        stop_reason = (f"stopped after {consecutive} consecutive failed questions{why} (last: "
                                        f"{row['error'][:300]})")
                         return False
                 else:
-                    consecutive = 0
+                    consecutive = kg_timeouts = 0
                 return True
 
             try:
@@ -560,6 +572,11 @@ def _topic_coverage(kg: Any, questions: Sequence[Question], sample: int = 50) ->
         try:
             if any(kg.has_entity(t.id) for t in q.topic_entities):
                 covered += 1
+        except QueryTimeout as exc:
+            # One lookup of one id ran out of time after every retry: the endpoint is not answering, and each question
+            # would wait as long. Stop before the first question rather than warn about coverage.
+            raise KGError(f"the KG is not answering ({exc}); no question was run. Check the endpoint, or give it "
+                          "more time with --kg-timeout / KGQA_KG_TIMEOUT") from None
         except KGQAError:
             continue
     if checked and not covered:

@@ -53,6 +53,9 @@ def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
         "kg_time_share": _share(kg_time, latency),
         "llm_time_share": _share(llm_time, latency),
         "cache_hits_total": sum(int(r.get("cache_hits", 0)) for r in rows),
+        # Replies that failed validation even after the re-ask: the steps that got them went on without them.
+        "unreadable_replies_total": sum(int(r.get("unreadable_replies", 0)) for r in rows),
+        "questions_with_unreadable": sum(1 for r in rows if int(r.get("unreadable_replies", 0)) > 0),
     })
     for key in CONFIG_KEYS:
         if key in run_config:

@@ -14,7 +14,7 @@ from kgqa.errors import ConfigError
 from kgqa.llm.accounting import CallRecord, RecordedModel, Recorder, UsageTotals
 from kgqa.llm.base import ChatModel, Completion, LLMError, Usage
 from kgqa.llm.cache import CachedModel, SQLiteCache
-from kgqa.llm.settings import setting
+from kgqa.llm.settings import setting, to_bool
 from kgqa.registry import Registry, registry_key
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "SQLiteCache",
     "Usage",
     "UsageTotals",
+    "cache_mode",
     "is_local_spec",
     "load",
 ]
@@ -81,12 +82,27 @@ def is_local_spec(spec: str | None) -> bool:
     return bool(sep) and registry_key(backend) == "local"  # the same key the backend lookup uses
 
 
+def cache_mode(flag: bool | str | None = None) -> str:
+    """The LLM cache mode: ``on``, ``off`` or ``refresh`` (write, never read); flag > ``KGQA_LLM_CACHE`` > config > on."""
+    if isinstance(flag, bool):
+        return "on" if flag else "off"
+    value = setting("llm_cache", flag, default="on")
+    text = str(value).strip().lower()
+    if text == "refresh":
+        return text
+    try:
+        return "on" if to_bool(text, name="llm_cache") else "off"
+    except ConfigError:
+        raise ConfigError(f"setting llm_cache (env KGQA_LLM_CACHE) must be on, off or refresh; got {value!r}") from None
+
+
 def load(spec: str | None = None, *, recorder: Recorder | None = None,
          cache: bool | str | os.PathLike[str] | SQLiteCache | None = None, **options: Any) -> ChatModel:
     """A chat model from a spec string (default: ``KGQA_LLM``/config ``llm``, else ``local:smollm2``).
 
-    ``recorder`` records every call; ``cache`` is True/False, a cache path or a :class:`SQLiteCache` (default: on for
-    remote and local models, via ``KGQA_LLM_CACHE``; off for scripted ones). Other options go to the backend
+    ``recorder`` records every call; ``cache`` is True/False, ``"refresh"`` (write, never read), a cache path or a
+    :class:`SQLiteCache` (default: ``KGQA_LLM_CACHE`` on/off/refresh, on for remote and local models; off for scripted
+    ones). Other options go to the backend
     (``base_url``, ``api_key``, ``timeout``, ``max_retries``, ``max_concurrency``, ``n_threads``, ``n_ctx``...).
     """
     spec = setting("llm", spec, default="local:smollm2")
@@ -102,11 +118,14 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
         model: Any = backend(rest, dict(options))
     except TypeError as exc:  # an option the backend does not take
         raise ConfigError(f"bad option for {spec!r}: {exc}") from None
-    if cache is None:
-        cache = False if kind == "scripted" else setting("llm_cache", None, kind=bool, default=True)
+    refresh = False
+    if cache is None or cache is True or cache is False or cache == "refresh":
+        mode = "off" if cache is None and kind == "scripted" else cache_mode(cache)
+        refresh = mode == "refresh"
+        cache = mode != "off"
     if cache is not False:
         store = cache if isinstance(cache, SQLiteCache) else SQLiteCache(None if cache is True else cache)
-        model = CachedModel(model, store)
+        model = CachedModel(model, store, refresh=refresh)
     if recorder is not None:
         model = RecordedModel(model, recorder)
     return model

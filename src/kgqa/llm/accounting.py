@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from kgqa.errors import ConfigError
@@ -24,6 +24,7 @@ from kgqa.llm.base import Completion, LLMError
 
 _QUESTION: ContextVar[str | None] = ContextVar("kgqa_question", default=None)
 _STEP: ContextVar[str | None] = ContextVar("kgqa_step", default=None)
+_RECORDER: ContextVar[Recorder | None] = ContextVar("kgqa_recorder", default=None)
 
 
 def current_question() -> str | None:
@@ -34,6 +35,13 @@ def current_question() -> str | None:
 def current_step() -> str | None:
     """The step label of the innermost ``recorder.step`` (``None`` outside any)."""
     return _STEP.get()
+
+
+def note_unreadable(step: str | None, error: str) -> None:
+    """Count an unreadable reply against the current question of the recorder whose ``scope`` is active (if any)."""
+    recorder = _RECORDER.get()
+    if recorder is not None:
+        recorder.add_unreadable(_QUESTION.get(), step or _STEP.get(), error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,8 @@ class UsageTotals:
     latency_s: float = 0.0
     cache_hits: int = 0
     retries: int = 0
+    #: Replies that stayed unreadable (no valid JSON of the asked shape) after the re-ask.
+    unreadable_replies: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -92,16 +102,32 @@ class Recorder:
         self._records: list[CallRecord] = []
         # Per-question index, so a question's totals cost its own calls, not a scan of the whole run.
         self._by_question: dict[str | None, list[CallRecord]] = {}
+        # Unreadable replies per question: (step, validation error), noted by structured output after its re-ask.
+        self._unreadable: dict[str | None, list[tuple[str | None, str]]] = {}
         self._lock = threading.Lock()
 
     @contextmanager
     def scope(self, question_id: str) -> Iterator[None]:
-        """Attribute every call inside the block to ``question_id``."""
+        """Attribute every call inside the block (and every unreadable reply) to ``question_id``."""
         token = _QUESTION.set(str(question_id))
+        recorder_token = _RECORDER.set(self)
         try:
             yield
         finally:
+            _RECORDER.reset(recorder_token)
             _QUESTION.reset(token)
+
+    def add_unreadable(self, question_id: str | None, step: str | None, error: str) -> None:
+        """Count a reply that failed validation even after its re-ask."""
+        with self._lock:
+            self._unreadable.setdefault(question_id, []).append((step, error))
+
+    def unreadable(self, question_id: str | None = None) -> list[tuple[str | None, str]]:
+        """(step, error) of the unreadable replies: of one question, or of the whole run when ``question_id`` is None."""
+        with self._lock:
+            if question_id is None:
+                return [item for items in self._unreadable.values() for item in items]
+            return list(self._unreadable.get(question_id, ()))
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -145,7 +171,7 @@ class Recorder:
 
     def totals(self, question_id: str | None = None) -> UsageTotals:
         """Sums for one question, or for the whole run when ``question_id`` is ``None``."""
-        return _sum(self.calls(question_id))
+        return replace(_sum(self.calls(question_id)), unreadable_replies=len(self.unreadable(question_id)))
 
     def by_step(self, question_id: str | None = None) -> dict[str, UsageTotals]:
         """Sums per step label (unlabelled calls under ``""``)."""
@@ -158,6 +184,7 @@ class Recorder:
         with self._lock:
             self._records.clear()
             self._by_question.clear()
+            self._unreadable.clear()
 
     def __len__(self) -> int:
         return len(self._records)

@@ -3,6 +3,11 @@
 The file is a :class:`kgqa.localdb.LocalSQLite`: safe with several writer processes (parallel runs sharing one cache). By
 default only deterministic calls (temperature 0) are cached; a call can
 force it either way with ``cache=True/False``.
+
+A reply asked for against a schema (``schema=``, as :func:`kgqa.llm.structured.ask_json` asks) is stored only when it
+validates, and a stored reply that no longer validates (an older, laxer schema; a cache filled before this rule) is
+skipped as a miss: a faulty endpoint cannot leave damaged replies behind for later runs to replay. ``refresh=True``
+never reads the cache but writes what it gets (``kgqa eval --refresh-cache``): a clean rerun that replaces old entries.
 """
 
 from __future__ import annotations
@@ -73,13 +78,23 @@ class SQLiteCache:
         self._db.close()
 
 
+def _readable(schema: Any, text: str, parsed: Any) -> bool:
+    """Whether a reply validates against the schema it was asked for (any reply when none was given)."""
+    if schema is None or not isinstance(schema, type):
+        return True
+    from kgqa.llm.structured import reply_error
+
+    return reply_error(schema, text, parsed) is None
+
+
 class CachedModel:
     """Wraps a chat model with a :class:`SQLiteCache`. ``deterministic_only`` caches temperature-0 calls only."""
 
-    def __init__(self, inner: Any, cache: SQLiteCache, *, deterministic_only: bool = True) -> None:
+    def __init__(self, inner: Any, cache: SQLiteCache, *, deterministic_only: bool = True, refresh: bool = False) -> None:
         self.inner = inner
         self.cache = cache
         self.deterministic_only = deterministic_only
+        self.refresh = refresh
         self.name: str = inner.name
         identity = getattr(inner, "cache_identity", None)
         self._identity: str = identity() if callable(identity) else inner.name
@@ -93,36 +108,42 @@ class CachedModel:
             return None
         return request_key(self._identity, validate_messages(messages), clean)
 
-    def _hit(self, key: str, started: float) -> Completion | None:
+    def _hit(self, key: str, started: float, schema: Any) -> Completion | None:
+        if self.refresh:
+            return None
         found = self.cache.get(key)
         if found is None:
             return None
         text, parsed, usage, model = found
+        if not _readable(schema, text, parsed):
+            return None
         return Completion(text=text, usage=usage, json=parsed, model=model or self.name, cached=True,
                           latency_s=time.perf_counter() - started)
+
+    def _store(self, key: str | None, completion: Completion, schema: Any) -> None:
+        if key is not None and _readable(schema, completion.text, completion.json):
+            self.cache.put(key, completion)
 
     def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
         key = self._key(messages, params)
         if key is not None:
-            hit = self._hit(key, started)
+            hit = self._hit(key, started, params.get("schema"))
             if hit is not None:
                 return hit
         completion = self.inner.chat(messages, **params)
-        if key is not None:
-            self.cache.put(key, completion)
+        self._store(key, completion, params.get("schema"))
         return completion
 
     async def achat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
         key = self._key(messages, params)
         if key is not None:
-            hit = self._hit(key, started)  # a primary-key lookup: quick enough for the event loop
+            hit = self._hit(key, started, params.get("schema"))  # a primary-key lookup: quick enough for the event loop
             if hit is not None:
                 return hit
         completion = await self.inner.achat(messages, **params)
-        if key is not None:
-            self.cache.put(key, completion)
+        self._store(key, completion, params.get("schema"))
         return completion
 
     def __getattr__(self, item: str) -> Any:

@@ -3,6 +3,13 @@
 Backends with a JSON mode or grammar get the schema as ``schema=`` (OpenAI ``response_format``, llama.cpp grammar); any
 reply is also searched for JSON in free text (fenced blocks, the first balanced object or array), so models without a
 JSON mode work too.
+
+Every reply model derives from :class:`Reply`: unknown keys are refused and the fields that carry the decision (answers,
+verdicts, choices) have no default, so a well-formed reply of another shape (``{"result": ..., "items": [1, 2]}``) fails
+validation and is re-asked instead of passing as an empty answer. Free-text explanation fields (``reason``,
+``reasoning``, ``message``) and fields that only one verdict uses may be left out. A reply still unreadable after the
+re-ask is counted by the run's recorder (:func:`kgqa.llm.accounting.note_unreadable`): ``unreadable_replies`` in
+results.jsonl and the summary.
 """
 
 from __future__ import annotations
@@ -12,8 +19,9 @@ import json
 import re
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kgqa.llm.accounting import note_unreadable
 from kgqa.llm.base import LLMError
 
 M = TypeVar("M", bound=BaseModel)
@@ -21,6 +29,12 @@ M = TypeVar("M", bound=BaseModel)
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 _DECODER = json.JSONDecoder()
+
+
+class Reply(BaseModel):
+    """Base of the reply models methods ask for: keys the model was not asked for make the reply unreadable."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class StructuredOutputError(LLMError):
@@ -86,6 +100,14 @@ def _attempt(schema: type[M], completion_text: str, parsed: Any | None) -> tuple
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors())
 
 
+def reply_error(schema: type[BaseModel], text: str, parsed: Any | None = None) -> str | None:
+    """Why a reply does not validate as ``schema`` (None when it does); ``parsed`` is the backend's parsed JSON, if any."""
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        return None
+    _, error = _attempt(schema, text, parsed)
+    return error or None
+
+
 @functools.lru_cache(maxsize=256)
 def schema_instruction(schema: type[BaseModel]) -> str:
     """The line appended to the system prompt so that models without a JSON mode know the shape expected."""
@@ -117,6 +139,7 @@ def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, ste
     result, error2 = _attempt(schema, second.text, second.json)
     if result is not None:
         return result
+    note_unreadable(step, error2)
     raise StructuredOutputError(
         f"{getattr(model, 'name', 'model')} gave no valid {schema.__name__} for step {step!r} after one re-ask: "
         f"{error2} (reply: {second.text[:200]!r})", text=second.text, retries=1)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 
 if TYPE_CHECKING:
@@ -17,18 +18,18 @@ if TYPE_CHECKING:
     from kgqa.llm.prompts import PromptBook
 
 
-class DirectAnswer(BaseModel):
+class DirectAnswer(Reply):
     # Models often write years and counts as JSON numbers; they are answers all the same.
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    answers: list[str] = Field(default_factory=list, description="answer names, best first")
+    answers: list[str] = Field(description="answer names, best first")
 
 
-class ReasonedAnswer(BaseModel):
+class ReasonedAnswer(Reply):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     reasoning: str = Field(default="", description="step-by-step reasoning, written before the answers")
-    answers: list[str] = Field(default_factory=list, description="answer names, best first")
+    answers: list[str] = Field(description="answer names, best first")
 
 
 def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, *, reasoning: bool, step: str,

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
 from kgqa.core import AnswerItem
 from kgqa.kg.base import Chain, Direction, KnowledgeGraph, is_literal
+from kgqa.llm.structured import Reply
 from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
@@ -82,8 +81,8 @@ def chain_evidence(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, answ
 
 
 # Rendered into the prompt as a JSON schema: its name and fields are part of what the model is asked.
-class FilterChoice(BaseModel):
-    keep: list[int] = Field(default_factory=list)
+class FilterChoice(Reply):
+    keep: list[int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from kgqa.errors import ConfigError
+from kgqa.llm.structured import Reply
 from kgqa.steps.pruning import cosine_scores
 from kgqa.steps.reply import StepResult, ask_reply
 
@@ -25,12 +26,12 @@ if TYPE_CHECKING:
     from kgqa.text.base import Embedder
 
 
-class _EntityScore(BaseModel):
+class _EntityScore(Reply):
     id: int = Field(description="number of the candidate entity in the list")
     score: float = Field(ge=0.0, le=1.0)
 
 
-class EntityScores(BaseModel):
+class EntityScores(Reply):
     scores: list[_EntityScore]
 
 

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction, Hop
 from kgqa.kg.schema import relation_words
+from kgqa.llm.structured import Reply
 from kgqa.steps.relations import describe_chain, describe_hop, verbalize_relation
 from kgqa.steps.reply import StepResult
 
@@ -118,7 +119,7 @@ class ScoredHop:
 
 # The reply model's name, docstring and field description are rendered into the prompt (ask_json shows the model its
 # JSON schema): changing them changes what every method using it asks.
-class RelationChoice(BaseModel):
+class RelationChoice(Reply):
     """The chosen relations, best first."""
 
     # A model that writes a list number instead of a name is understood (see RelationPruner._match).

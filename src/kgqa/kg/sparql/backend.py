@@ -90,6 +90,25 @@ _BATCH = 100
 _MIN_LEVEL_ROWS = 1000
 
 
+#: Seconds per HTTP attempt and extra attempts, unless given or set (``KGQA_KG_TIMEOUT`` / ``kg_timeout``,
+#: ``KGQA_KG_RETRIES`` / ``kg_retries``, ``kgqa eval --kg-timeout/--kg-retries``).
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRIES = 2
+
+
+def _number_setting(key: str, value: float | None, kind: type, default: float) -> float:
+    """An explicit option, else ``KGQA_<KEY>``, else the config file, else ``default``; a clear error when malformed."""
+    from kgqa import config
+
+    raw, origin = config.get_with_origin(key, value)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} from {origin} must be a number, got {raw!r}") from None
+
+
 class SparqlKG(DerivedOps):
     """A KnowledgeGraph backed by a SPARQL 1.1 endpoint over HTTP.
 
@@ -104,8 +123,8 @@ class SparqlKG(DerivedOps):
     fetches the vocabulary on first use (one ``SELECT DISTINCT ?p``: cheap on small KGs, a long query on Freebase).
     """
 
-    def __init__(self, endpoint_url: str, schema: str | Schema | None = "freebase", *, timeout: float = 30.0,
-                 retries: int = 2, backoff: float = 0.5, max_backoff: float = 8.0, default_graph: str | None = None,
+    def __init__(self, endpoint_url: str, schema: str | Schema | None = "freebase", *, timeout: float | None = None,
+                 retries: int | None = None, backoff: float = 0.5, max_backoff: float = 8.0, default_graph: str | None = None,
                  virtuoso: bool | None = None, fulltext: Literal["auto", "bif", "contains"] = "auto",
                  max_frontier: int = DEFAULT_MAX_FRONTIER, stats_timeout: float = 10.0,
                  vocabulary_timeout: float | None = None, search_scan_limit: int = 500,
@@ -115,6 +134,8 @@ class SparqlKG(DerivedOps):
         parsed = urlparse(endpoint_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ConfigError(f"SPARQL endpoint {endpoint_url!r} is not an http(s) URL")
+        timeout = _number_setting("kg_timeout", timeout, float, DEFAULT_TIMEOUT)
+        retries = int(_number_setting("kg_retries", retries, int, DEFAULT_RETRIES))
         if timeout <= 0 or retries < 0 or max_frontier < 1:
             raise ConfigError(f"bad SPARQL options: timeout={timeout} (> 0), retries={retries} (>= 0), "
                               f"max_frontier={max_frontier} (>= 1)")

@@ -64,13 +64,14 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from kgqa.core import AnswerItem, Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Chain, ConstraintChain, format_chain, is_literal, literal_value
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import generate_answers
 from kgqa.methods.registry import register_method
@@ -97,18 +98,18 @@ class _ToDirectGeneration(Exception):
         self.cause = cause
 
 
-class MainDecision(BaseModel):
+class MainDecision(Reply):
     chain_status: Literal["complete", "inconsistent", "incomplete"]
     answer_space_reached: bool | None = None
     reason: str = ""
 
 
-class ConstraintInit(BaseModel):
+class ConstraintInit(Reply):
     constraint_query: str = Field(min_length=1)
     source_position: int = Field(ge=0)
 
 
-class ConstraintDecision(BaseModel):
+class ConstraintDecision(Reply):
     chain_correct: bool
     target: int | None = None
     reason: str = ""

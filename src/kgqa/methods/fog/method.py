@@ -66,13 +66,14 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
@@ -136,15 +137,11 @@ class FoGConfig(MethodConfig):
         return value
 
 
-class SubQuestions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SubQuestions(Reply):
     sub_questions: list[str] = Field(min_length=1)
 
 
-class MemoryReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MemoryReply(Reply):
     selected_triplets: list[str | list[str]]
     predict_answer: list[str] | str
     subsequent_question: list[str] = Field(default_factory=list)

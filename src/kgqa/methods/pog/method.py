@@ -36,12 +36,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone
 from kgqa.methods.registry import register_method
@@ -70,28 +71,28 @@ from kgqa.steps.walks import (
 PROMPTS = PromptBook.for_package("kgqa.methods.pog")
 
 
-class SubObjectives(BaseModel):
+class SubObjectives(Reply):
     subobjectives: list[str] = Field(description="short sub-objectives, in the order to solve them")
 
 
-class Memory(BaseModel):
+class Memory(Reply):
     """Which sub-objectives the triples solve, and what is known so far."""
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    solved: list[int] = Field(default_factory=list, description="numbers of the sub-objectives solved")
+    solved: list[int] = Field(description="numbers of the sub-objectives solved")
     known: str = Field(default="", description="what the triples establish, one short sentence")
 
 
-class Sufficiency(BaseModel):
+class Sufficiency(Reply):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     sufficient: bool
-    answers: list[str] = Field(default_factory=list, description="answer names, best first (empty when not sufficient)")
+    answers: list[str] = Field(description="answer names, best first (empty when not sufficient)")
     reason: str = ""
 
 
-class Reflection(BaseModel):
+class Reflection(Reply):
     action: Literal["continue", "add", "backtrack"]
     entities: list[str] = Field(default_factory=list, description="labels such as A1 or B2 of the entities chosen")
     reason: str = ""

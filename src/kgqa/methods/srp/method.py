@@ -45,13 +45,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from kgqa.core import Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
 from kgqa.kg.base import Direction, Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -72,7 +73,7 @@ from kgqa.steps.walks import (
 PROMPTS = PromptBook.for_package("kgqa.methods.srp")
 
 
-class Plan(BaseModel):
+class Plan(Reply):
     """Relation paths from the topic entity, each a list of relation names in walking order."""
 
     paths: list[list[str]] = Field(description="one or more relation paths")
@@ -86,7 +87,7 @@ class Plan(BaseModel):
         return value
 
 
-class Judgement(BaseModel):
+class Judgement(Reply):
     verdict: Literal["have_answer", "no_answer"]
     keep: list[int] = Field(default_factory=list, description="numbers of the sequences to keep")
     message: str = ""

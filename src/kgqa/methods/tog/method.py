@@ -40,13 +40,14 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -69,13 +70,13 @@ from kgqa.steps.walks import (
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
 
 
-class Sufficiency(BaseModel):
+class Sufficiency(Reply):
     """Whether the triples suffice, the answers they give, and why."""
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     sufficient: bool
-    answers: list[str] = Field(default_factory=list, description="answer names, best first (empty when not sufficient)")
+    answers: list[str] = Field(description="answer names, best first (empty when not sufficient)")
     reason: str = ""
 
 

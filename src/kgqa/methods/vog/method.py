@@ -53,6 +53,7 @@ from kgqa.errors import KGError
 from kgqa.kg.base import Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -82,7 +83,7 @@ PROMPTS = PromptBook.for_package("kgqa.methods.vog")
 _ACTION_RE = re.compile(r"^\s*(Search|Finish)\s*\[(.*)\]\s*$", re.S | re.I)
 
 
-class PlanStep(BaseModel):
+class PlanStep(Reply):
     thought: str = ""
     action: str = Field(description="Search[what to look up] or Finish[the answer]")
     predicted: str = Field(default="", description="what the KG should show for this step")
@@ -107,11 +108,11 @@ class PlanStep(BaseModel):
         return f"Thought: {self.thought}\nAction: {self.action}\nPredicted observation: {self.predicted}"
 
 
-class Plan(BaseModel):
+class Plan(Reply):
     steps: list[PlanStep]
 
 
-class Verification(BaseModel):
+class Verification(Reply):
     revise: bool
     reason: str = ""
     revised_observation: str = ""
