@@ -2,8 +2,17 @@
 
 Faults are queued and consumed one per request, in arrival order: ``"429"`` (with ``Retry-After``), ``"500"``,
 ``"503"``, ``"400"``, ``"stall"`` (sleeps past the client's timeout), ``"truncate"`` (announces more bytes than it sends),
-``"malformed"`` (200 with a body that is not JSON), ``"empty_choices"``. With the queue empty it answers normally.
+``"malformed"`` (200 with a body that is not JSON), ``"empty_choices"``, and two faults in the reply's *content* (a
+well-formed 200 chat completion that a client can only catch by validating what the model said): ``"wrong_shape"``
+(valid JSON of another shape, :data:`WRONG_SHAPE`) and ``"truncated_json"`` (the normal reply cut in half, finish reason
+``length``). With the queue empty it answers normally.
 The server counts the tokens it billed in successful replies, so the tests compare them with the client's accounting.
+
+Random faults (the fault probe): with ``fault_rate`` > 0, a request the queue leaves alone gets a fault drawn from
+``fault_kinds`` with probability ``fault_rate``. The draw is seeded (``fault_seed``) and keyed by the request, not by
+its arrival order: ``fault_key(body)`` (default: a digest of the messages) plus how many times that key was seen before,
+so the same requests get the same faults however concurrent clients interleave (a retry of a request is the next
+occurrence of its key and draws again). Every request's draw is logged in ``fault_log`` as (key, occurrence, fault).
 
 Two standing behaviours imitate real endpoints (they apply to every request, after the queued faults):
 
@@ -17,7 +26,9 @@ Two standing behaviours imitate real endpoints (they apply to every request, aft
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -25,6 +36,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+#: The content of a ``wrong_shape`` reply: valid JSON, but not the shape any kgqa reply model asks for.
+WRONG_SHAPE: dict[str, Any] = {"result": "x", "items": [1, 2]}
+#: Faults answered with a well-formed 200 chat completion whose content is unusable (the client's transport is happy).
+CONTENT_FAULTS = frozenset({"wrong_shape", "truncated_json"})
+#: The faults of the fault probe (issue 16): 429 with Retry-After, 500, a hang past the client's timeout, a body that is
+#: not JSON, a body cut short, a reply cut short, and JSON of the wrong shape.
+PROBE_FAULTS = ("429", "500", "stall", "malformed", "truncate", "truncated_json", "wrong_shape")
+
+
+def messages_key(body: dict[str, Any]) -> str:
+    """The default ``fault_key``: a digest of the request's messages (a retry sends the same ones)."""
+    return hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _unit(*parts: object) -> float:
+    """A number in [0, 1) drawn from ``parts`` alone (seeded, independent of threads and arrival order)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def _words(text: str) -> int:
@@ -57,6 +87,14 @@ class ServerState:
     format_errors: dict[str, int] = field(default_factory=dict)
     #: max_tokens above this is refused as a bad value (HTTP 400, code invalid_value), as OpenAI does.
     max_tokens_limit: int | None = None
+    #: Random faults (see the module docstring): probability per request, the kinds drawn from, the seed, the key.
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = PROBE_FAULTS
+    fault_seed: int = 0
+    fault_key: Callable[[dict[str, Any]], str] = messages_key
+    #: (key, occurrence, fault) of every request, in arrival order (``"ok"`` when no fault was injected).
+    fault_log: list[tuple[str, int, str]] = field(default_factory=list)
+    key_seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -128,8 +166,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         body = json.loads(raw)
+        key = state.fault_key(body) if state.fault_rate > 0 else ""
         with state.lock:
             fault = state.faults.popleft() if state.faults else "ok"
+            if state.fault_rate > 0:
+                seen = state.key_seen.get(key, 0)
+                state.key_seen[key] = seen + 1
+                if fault == "ok" and _unit(state.fault_seed, key, seen, "rate") < state.fault_rate:
+                    kinds = state.fault_kinds
+                    fault = kinds[int(_unit(state.fault_seed, key, seen, "kind") * len(kinds))]
+                state.fault_log.append((key, seen, fault))
             state.requests.append(body)
             state.arrivals.append((time.monotonic(), fault))
             state.in_flight += 1
@@ -164,12 +210,17 @@ class _Handler(BaseHTTPRequestHandler):
             if state.ok_delay_s:
                 time.sleep(state.ok_delay_s)
             text = state.responder(body)
+            finish = "stop"
+            if fault == "wrong_shape":
+                text = json.dumps(WRONG_SHAPE)
+            elif fault == "truncated_json":
+                text, finish = text[:max(1, len(text) // 2)], "length"
             prompt = sum(_words(m["content"]) for m in body["messages"])
             completion = _words(text)
             payload = {
                 "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
+                "choices": [{"index": 0, "finish_reason": finish,
                              "message": {"role": "assistant", "content": text}}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                           "total_tokens": prompt + completion},
@@ -188,6 +239,12 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, state: ServerState) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet about clients that hung up (a stalled reply written after the client's timeout); loud otherwise."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FaultServer:

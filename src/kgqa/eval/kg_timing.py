@@ -15,23 +15,27 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from kgqa.errors import QueryTimeout
+
 __all__ = ["KGClock", "TimedKG", "kg_clock"]
 
 
 class KGClock:
-    """Time and number of KG calls of one question."""
+    """Time and number of KG calls of one question, and how many of them ran out of time."""
 
-    __slots__ = ("_lock", "calls", "seconds")
+    __slots__ = ("_lock", "calls", "seconds", "timeouts")
 
     def __init__(self) -> None:
         self.calls = 0
         self.seconds = 0.0
+        self.timeouts = 0
         self._lock = threading.Lock()
 
-    def add(self, seconds: float) -> None:
+    def add(self, seconds: float, *, timed_out: bool = False) -> None:
         with self._lock:  # a method may call the KG from several threads of its own
             self.calls += 1
             self.seconds += seconds
+            self.timeouts += int(timed_out)
 
 
 _KG_CLOCK: ContextVar[KGClock | None] = ContextVar("kgqa_kg_clock", default=None)
@@ -71,10 +75,14 @@ class TimedKG:
             if clock is None:
                 return attr(*args, **kwargs)
             started = time.perf_counter()
+            timed_out = False
             try:
                 return attr(*args, **kwargs)
+            except QueryTimeout:
+                timed_out = True  # methods may fall back and go on; the run still learns the KG is not answering
+                raise
             finally:
-                clock.add(time.perf_counter() - started)
+                clock.add(time.perf_counter() - started, timed_out=timed_out)
 
         timed.__name__ = name
         timed.__doc__ = getattr(attr, "__doc__", None)

@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 #: Settings that decide the answers: a resumed run must keep them, or its results would mix two experiments.
-#: Consecutive questions failed by a KG timeout after which a run stops (each waited out every retry of a query).
+#: Consecutive questions whose every KG call timed out after which a run stops (each waited out every retry).
 KG_TIMEOUT_FAILURES = 3
 RESUME_KEYS = ("dataset", "split", "method", "method_config_resolved", "llm", "kg", "seed", "shuffle")
 
@@ -161,13 +161,29 @@ def _build_method(method: str | Method | None, settings: Mapping[str, Any]) -> t
 
 
 def _load_llm(llm: str | ChatModel | None, spec: str | None, recorder: Recorder,
-              options: Mapping[str, Any] | None) -> ChatModel:
-    """The chat model of the run, recorded by ``recorder``: loaded from ``spec``, or the given model wrapped."""
+              options: Mapping[str, Any] | None, workers: int = 1) -> ChatModel:
+    """The chat model of the run, recorded by ``recorder``: loaded from ``spec``, or the given model wrapped.
+
+    An OpenAI-compatible endpoint gets at least ``workers`` requests in flight unless ``llm_concurrency`` is set: its
+    default of 8 would otherwise cap ``--workers 32`` silently. A set limit below ``workers`` is said once.
+    """
     if llm is None or isinstance(llm, str):
+        from kgqa import config
         from kgqa import llm as llm_layer
 
-        return llm_layer.load(str(spec), recorder=recorder, **dict(options or {}))
-    return RecordedModel(llm, recorder)
+        opts = dict(options or {})
+        backend = str(spec).partition(":")[0].strip().lower()
+        if (backend == "openai" and workers > 1 and "max_concurrency" not in opts
+                and config.get("llm_concurrency") in (None, "")):
+            opts["max_concurrency"] = max(8, workers)
+        model = llm_layer.load(str(spec), recorder=recorder, **opts)
+    else:
+        model = RecordedModel(llm, recorder)
+    limit = getattr(model, "max_concurrency", None)
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit < workers:
+        print(f"kgqa: note: {workers} workers, but at most {limit} model requests run at once (llm_concurrency / "
+              "KGQA_LLM_CONCURRENCY); raise it to use every worker", file=sys.stderr)
+    return model
 
 
 def _artifact_store(needs: Needs) -> Any:
@@ -229,6 +245,7 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
     row["unreadable_replies"] = int(usage.get("unreadable_replies", 0))
     row["kg_time_s"] = clock.seconds
     row["kg_calls"] = clock.calls
+    row["kg_timeouts"] = clock.timeouts
     return row
 
 
@@ -386,7 +403,7 @@ def run_eval(
 
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
     recorder = Recorder()
-    model = _load_llm(llm, llm_spec, recorder, llm_options) if needs.llm else None
+    model = _load_llm(llm, llm_spec, recorder, llm_options, workers) if needs.llm else None
     kg_obj: Any = None
     owns_kg = False
     if needs.kg and kg is not None and not isinstance(kg, str):
@@ -465,32 +482,34 @@ def run_eval(
         stop_reason: str | None = None
         loop_started = time.perf_counter()
         with ResultsWriter(results_path, fsync=fsync) as results, ResultsWriter(traces_path, fsync="none") as traces:
-            consecutive = kg_timeouts = 0
+            consecutive = kg_stalls = 0
 
             def finish(row: dict[str, Any], trace_row: dict[str, Any]) -> bool:
                 """Write one finished question; False when the run should stop."""
-                nonlocal answered, failed, consecutive, kg_timeouts, stop_reason
+                nonlocal answered, failed, consecutive, kg_stalls, stop_reason
                 traces.write(trace_row)  # before the result: a result line always has its trace
                 results.write(row)
                 answered += 1
                 bar.add(row)
                 if on_row is not None:
                     on_row(row)
+                # A question whose every KG call timed out (failed, or answered by a method's fallback) waited out
+                # every retry of every query: a few in a row mean the KG is not answering.
+                stalled = (str(row.get("error") or "").startswith(QueryTimeout.__name__)
+                           or 0 < int(row.get("kg_calls", 0)) == int(row.get("kg_timeouts", 0)))
+                kg_stalls = kg_stalls + 1 if stalled else 0
+                if max_consecutive_failures and kg_stalls >= min(max_consecutive_failures, KG_TIMEOUT_FAILURES):
+                    stop_reason = (f"stopped after {kg_stalls} consecutive questions whose every KG query timed out: "
+                                   f"the KG {run_config.get('kg')} is not answering; raise --kg-timeout or check it")
                 if row.get("error"):
                     failed += 1
                     consecutive += 1
-                    kg_timeouts = kg_timeouts + 1 if str(row["error"]).startswith(QueryTimeout.__name__) else 0
-                    limit = max_consecutive_failures
-                    if limit and kg_timeouts:  # each of these waited out every retry: give up sooner
-                        limit = min(limit, KG_TIMEOUT_FAILURES)
-                    if limit and consecutive >= limit and stop_reason is None:
-                        why = f", the KG timing out in the last {kg_timeouts}" if kg_timeouts else ""
-                        stop_reason = (f"stopped after {consecutive} consecutive failed questions{why} (last: "
+                    if max_consecutive_failures and consecutive >= max_consecutive_failures and stop_reason is None:
+                        stop_reason = (f"stopped after {consecutive} consecutive failed questions (last: "
                                        f"{row['error'][:300]})")
-                        return False
                 else:
-                    consecutive = kg_timeouts = 0
-                return True
+                    consecutive = 0
+                return stop_reason is None
 
             try:
                 if workers == 1:
