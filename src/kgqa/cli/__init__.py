@@ -43,10 +43,26 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: maps user errors to exit code 2 with a one-line message."""
+    from kgqa.cli.checks import check_arguments
+
     try:
+        check_arguments(sys.argv[1:] if argv is None else argv)
         cli.main(args=argv, prog_name="kgqa", standalone_mode=False)
     except KGQAError as exc:
         click.echo(f"kgqa: error: {exc}", err=True)
+        return exc.exit_code
+    except OSError as exc:
+        # A file or directory the user named that cannot be read or written (permissions, a file where a directory
+        # is expected, a name too long for the file system): one line, not a traceback.
+        if os.environ.get("KGQA_DEBUG"):
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"kgqa: error: {exc.strerror or exc}{where} (set KGQA_DEBUG=1 for the traceback)", err=True)
+        return 2
+    except click.UsageError as exc:
+        # a flag or argument of the wrong form: one line that names it, and where to read more
+        where = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        click.echo(f"kgqa: error: {exc.format_message()}{where}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("kgqa: aborted", err=True)

@@ -108,6 +108,9 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
         if resume:
             raise ConfigError("--resume needs --out RUNDIR (the run to continue)")
         out_dir = Path("runs") / f"{dataset}-{split}-{method}-{datetime.now():%Y%m%d-%H%M%S}"
+    from kgqa.cli.checks import check_output_dir
+
+    check_output_dir(out_dir)
     run = run_eval(dataset, out=out_dir, split=split, method=method, method_config=settings, llm=llm_spec, kg=kg_spec,
                    embedder=embedder, limit=limit, seed=seed, shuffle=shuffle, workers=workers, resume=resume,
                    retry_errors=retry_errors, data_dir=data_dir, progress=not no_progress, report=not no_report,

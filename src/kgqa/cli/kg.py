@@ -62,20 +62,30 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 @click.option("--names", type=click.Path(path_type=Path), default=None, help="Optional id<TAB>name file.")
 @schema_option
 @click.option("--skip-bad", is_flag=True, help="Count and skip malformed lines instead of stopping at the first.")
+@click.option("--force", is_flag=True, help="Replace the embedded KG already in --out.")
 @json_option
 def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, schema: str | None, skip_bad: bool,
-              as_json: bool) -> None:
+              force: bool, as_json: bool) -> None:
     """Import SOURCE into an embedded KG directory."""
+    from kgqa.cli.checks import check_output_dir
+    from kgqa.errors import DataError
     from kgqa.kg.embedded import EmbeddedKGBuilder
     from kgqa.kg.loaders import guess_format, load_into
 
     if not source.exists():
         raise KGError(f"source {source} does not exist")
+    check_output_dir(out_dir)
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
+        raise DataError(f"--out {out_dir} is not empty (an earlier import?); give --force to replace it, or another --out")
     fmt = fmt or guess_format(source)
     default_schema = "freebase" if fmt == "freebase-pieces" else "generic"
     builder = EmbeddedKGBuilder(schema=schema or default_schema)
     started = time.perf_counter()
     report = load_into(builder, source, fmt, names=names, skip_bad=skip_bad)
+    if report.triples == 0:
+        why = f"; first: {report.errors[0]}" if report.errors else ""
+        raise DataError(f"no triple was imported from {source} ({report.lines:,} lines read, {report.skipped:,} bad "
+                        f"lines skipped{why}); nothing was written to {out_dir}")
     kg = builder.build(out_dir)
     stats = kg.stats()
     payload = {"out": str(out_dir), "format": fmt, "seconds": round(time.perf_counter() - started, 2),
@@ -89,6 +99,9 @@ def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, 
                    f"{stats.literals:,} literals) into {out_dir} in {payload['seconds']} s")
         if report.skipped:
             click.echo(f"skipped {report.skipped:,} bad lines")
+        if report.extra_fields:
+            click.echo(f"kgqa: warning: {report.extra_fields:,} lines had fields after the third, which were ignored "
+                       f"(first: {report.extra_fields_first})", err=True)
 
 
 @kg_group.command("info")
@@ -139,7 +152,7 @@ def kg_relations(kg_spec: str, entity: str, direction: str, schema: str | None, 
 @click.argument("kg_spec", metavar="KG")
 @click.option("--from", "sources", multiple=True, required=True, help="Topic entity (id or exact name); repeatable.")
 @click.option("--path", "path", required=True, help='Relations separated by commas; "^" marks an incoming edge: "r1,^r2".')
-@click.option("--limit", default=1000, show_default=True, help="Most entities returned.")
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True, help="Most entities returned.")
 @click.option("--paths", "with_paths", is_flag=True, help="Also return the paths (bindings of every position).")
 @schema_option
 @json_option
@@ -169,7 +182,7 @@ def kg_chain(kg_spec: str, sources: tuple[str, ...], path: str, limit: int, with
 @click.argument("kg_spec", metavar="KG")
 @click.argument("label")
 @click.option("--exact", is_flag=True, help="Exact (normalised) names only.")
-@click.option("--limit", default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Most matches shown.")
 @schema_option
 @json_option
 def kg_search(kg_spec: str, label: str, exact: bool, limit: int, schema: str | None, as_json: bool) -> None:

@@ -89,6 +89,12 @@ KG_BACKENDS.add("embedded", _open_embedded)
 def open_kg(spec: str, schema: str | Schema | None = None, **options: Any) -> KnowledgeGraph:
     """Open a KG named by a spec string (see the module docstring)."""
     text = spec.strip()
+    bad = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ConfigError(f"KG {spec[:120]!r} contains a control character ({bad!r}); a KG is 'demo', a directory or "
+                          "an http(s) URL")
+    if not text:
+        raise ConfigError("the KG spec is empty; give 'demo', an embedded KG directory or an http(s) SPARQL URL")
     if text == "demo":
         return KG_BACKENDS.get("demo")("", schema=schema, **options)
     if text.startswith(("http://", "https://")):
@@ -97,9 +103,13 @@ def open_kg(spec: str, schema: str | Schema | None = None, **options: Any) -> Kn
     if named and named.group(1) in KG_BACKENDS:
         return KG_BACKENDS.get(named.group(1))(named.group(2), schema=schema, **options)
     path = Path(text).expanduser()
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError:  # a name longer than the file system allows is no directory of ours
+        is_dir = False
+    if is_dir:
         return KG_BACKENDS.get("embedded")(text, schema=schema, **options)
     if named and not named.group(2).startswith("//"):
         KG_BACKENDS.get(named.group(1))  # an unknown backend name: a ConfigError that lists the known ones
-    raise ConfigError(f"KG {spec!r} is neither 'demo', an embedded KG directory, nor an http(s) SPARQL endpoint URL "
+    raise ConfigError(f"KG {spec[:200]!r} is neither 'demo', an embedded KG directory, nor an http(s) SPARQL endpoint URL "
                       f"(nor NAME:ARGUMENT for a KG backend: {', '.join(KG_BACKENDS.names())})")

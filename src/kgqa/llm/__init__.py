@@ -105,6 +105,9 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
     ones). Other options go to the backend
     (``base_url``, ``api_key``, ``timeout``, ``max_retries``, ``max_concurrency``, ``n_threads``, ``n_ctx``...).
     """
+    if spec is not None and not str(spec).strip():
+        raise ConfigError("the model spec is empty; give one such as local:smollm2 or openai:MODEL[@URL], or leave "
+                          "--llm out to use the configured default")
     spec = setting("llm", spec, default="local:smollm2")
     assert spec is not None
     kind, sep, rest = spec.partition(":")

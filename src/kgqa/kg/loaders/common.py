@@ -46,6 +46,14 @@ class LoadReport:
     synthetic_cvts: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: Lines with fields after the third (a TSV's extra columns), which were ignored; the first such line.
+    extra_fields: int = 0
+    extra_fields_first: str | None = None
+
+    def extra(self, where: str) -> None:
+        self.extra_fields += 1
+        if self.extra_fields_first is None:
+            self.extra_fields_first = where
 
     def skip(self, message: str) -> None:
         self.skipped += 1
@@ -60,18 +68,22 @@ class LoadReport:
         self.names += other.names
         self.skipped += other.skipped
         self.synthetic_cvts += other.synthetic_cvts
+        self.extra_fields += other.extra_fields
+        self.extra_fields_first = self.extra_fields_first or other.extra_fields_first
         self.errors.extend(other.errors[: max(0, MAX_KEPT_ERRORS - len(self.errors))])
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": self.format, "sources": list(self.sources), "lines": self.lines, "triples": self.triples,
                 "names": self.names, "skipped": self.skipped, "synthetic_cvts": self.synthetic_cvts,
-                "errors": list(self.errors), "seconds": round(self.seconds, 3)}
+                "errors": list(self.errors), "seconds": round(self.seconds, 3), "extra_fields": self.extra_fields}
 
     def summary(self) -> str:
         text = (f"{self.format}: {self.lines:,} lines read, {self.triples:,} triples and {self.names:,} names added, "
                 f"{self.skipped:,} bad lines skipped")
         if self.synthetic_cvts:
             text += f", {self.synthetic_cvts:,} synthetic CVT nodes"
+        if self.extra_fields:
+            text += f", {self.extra_fields:,} lines with fields after the third ignored (first: {self.extra_fields_first})"
         return text + f" in {self.seconds:.1f} s"
 
 

@@ -97,6 +97,8 @@ def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: b
         match = fast(line)
         if match:
             head, rel, tail = match.groups()
+            if match.end() < len(line) and line[match.end():].strip() and not freebase:
+                report.extra(f"{path}:{number}")  # the Freebase pieces' 4th column (question ids) is documented
         else:
             if not line.strip():
                 continue
@@ -106,6 +108,8 @@ def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: b
                 if len(parts) < 3:
                     raise _BadLine(f"expected head<TAB>relation<TAB>tail, found {len(parts)} tab-separated field(s)")
                 head, rel, tail = _node(parts[0], "head"), _relation(parts[1]), _node(parts[2], "tail")
+                if len(parts) > 3 and any(p.strip() for p in parts[3:]) and not freebase:
+                    report.extra(f"{path}:{number}")
                 if head.startswith('"'):
                     raise _BadLine(f"head {head[:80]!r} is a literal; a literal can only be a tail")
             except _BadLine as exc:

@@ -35,16 +35,17 @@ state, and splitting the class would scatter them; the HTTP side and the query-t
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import re
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 import httpx
 
-from kgqa.errors import ConfigError, KGError, QueryTimeout
+from kgqa.errors import ConfigError, KGError, KGQAError, QueryTimeout
 from kgqa.kg.base import (
     DEFAULT_CHAIN_LIMIT,
     DEFAULT_MAX_FRONTIER,
@@ -818,3 +819,27 @@ class SparqlKG(DerivedOps):
         if self._virtuoso is not None or self._http.server_header is not None:
             extra["server"] = self._http.server_header
         return KGStats(backend="sparql", schema=self._schema.name, extra=extra, **counts)
+
+
+def _reading_results(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn an error raised while reading an endpoint's results (a variable left unbound, a count that is not a number)
+    into a :class:`KGError` that names the endpoint: the endpoint answered, but not as SPARQL 1.1 results should."""
+
+    @functools.wraps(method)
+    def reading(self: SparqlKG, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            if isinstance(exc, KGQAError):
+                raise
+            raise KGError(f"SPARQL endpoint {self.endpoint} sent results kgqa cannot read ({type(exc).__name__}: "
+                          f"{str(exc)[:200]}); is it a SPARQL 1.1 endpoint answering in JSON?") from exc
+
+    return reading
+
+
+for _name in ("has_entity", "relations", "neighbors", "neighbors_many", "subgraph", "run_chain", "chain_relations",
+              "constraint_values", "filter_by_constraint", "names", "search", "has_relation", "vocabulary", "stats",
+              "select"):
+    setattr(SparqlKG, _name, _reading_results(getattr(SparqlKG, _name)))
+del _name

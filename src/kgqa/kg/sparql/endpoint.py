@@ -121,12 +121,29 @@ class SparqlEndpoint:
         if not isinstance(payload, dict):
             raise KGError(f"SPARQL endpoint {self.url} sent malformed JSON results")
         if "boolean" in payload:
-            return Response([], bool(payload["boolean"]), partial)
+            if not isinstance(payload["boolean"], bool):
+                raise KGError(f"SPARQL endpoint {self.url} sent an ASK result that is not true or false: "
+                              f"{_snippet(repr(payload['boolean']), 80)}")
+            return Response([], payload["boolean"], partial)
         try:
             rows = payload["results"]["bindings"]
         except (KeyError, TypeError) as exc:
             raise KGError(f"SPARQL endpoint {self.url} sent JSON without results.bindings") from exc
+        self._check_bindings(rows)
         return Response(rows, None, partial)
+
+    def _check_bindings(self, rows: object) -> None:
+        """Every row a JSON object of variable -> {"type": str, "value": str}, as SPARQL 1.1 JSON results are."""
+        if not isinstance(rows, list):
+            raise KGError(f"SPARQL endpoint {self.url} sent results.bindings that is not a list")
+        for number, row in enumerate(rows, start=1):
+            if not isinstance(row, dict):
+                raise KGError(f"SPARQL endpoint {self.url} sent result row {number} that is not a JSON object")
+            for var, term in row.items():
+                if not (isinstance(term, dict) and isinstance(term.get("type"), str)
+                        and isinstance(term.get("value"), str)):
+                    raise KGError(f"SPARQL endpoint {self.url} sent a malformed value for ?{var} in result row "
+                                  f"{number}: {_snippet(repr(term), 80)}")
 
     def select(self, query: str, *, timeout: float | None = None, retries: int | None = None,
                strict: bool = True) -> tuple[list[dict[str, dict[str, str]]], bool]:
