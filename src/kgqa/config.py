@@ -9,6 +9,9 @@ The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else `
     llm = "local:smollm2"          # KGQA_LLM: default model spec
     method = "ccor"                # KGQA_METHOD: default method of kgqa ask and kgqa eval
     plugins = ["mypkg.methods"]    # KGQA_PLUGINS (comma-separated): modules imported to register methods, datasets...
+    kg_timeout = 30                # KGQA_KG_TIMEOUT: seconds per SPARQL request attempt (kgqa eval --kg-timeout)
+    kg_retries = 2                 # KGQA_KG_RETRIES: extra attempts per SPARQL request
+    llm_cache = "on"               # KGQA_LLM_CACHE: on, off or refresh (docs/llm.md lists every LLM setting)
 
 Every key may also be given as an environment variable named ``KGQA_`` + the key in upper case.
 """
