@@ -13,6 +13,17 @@ if ! command -v virtuoso-t >/dev/null 2>&1; then
   fi
 fi
 
+# Chromium and its chromedriver for the browser tests of kgqa serve's page (Selenium drives the system browser; it never
+# downloads one).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "setup: chromium/chromedriver not found and no apt-get; browser tests will be skipped outside CI" >&2
+  fi
+fi
+
 python -m pip install -q --upgrade pip
 # torch first and pinned: anything that depends on torch would otherwise pull a multi-GB CUDA build.
 if [ -f .ci/install_local_model.sh ]; then

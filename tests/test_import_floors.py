@@ -18,14 +18,15 @@ PACKAGE = SRC / "kgqa"
 FLOOR = {
     # the ground floor: shared types and settings, importing nothing of kgqa but each other
     "errors": 0, "config": 0, "normalize": 0, "localdb": 0, "provenance": 0, "registry": 0, "core": 0, "__init__": 0,
-    "__main__": 7,
+    "__main__": 8,
     "kg": 1, "llm": 1, "text": 1, "data": 1,
     "artifacts": 2,
     "steps": 3,
     "methods": 4,
     "testing": 5,
     "eval": 5,
-    "cli": 6,
+    "service": 6,
+    "cli": 7,
 }
 
 

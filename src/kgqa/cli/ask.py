@@ -15,27 +15,18 @@ import click
 
 from kgqa import config
 from kgqa.core import MethodContext, Question, TopicEntity
-from kgqa.errors import ConfigError, KGError
+from kgqa.errors import ConfigError
 
 
 def _topics(kg: Any, question: str, given: tuple[str, ...], report: dict[str, Any] | None = None) -> list[TopicEntity]:
     """The topics given with --topic, or else linked in the question; when linking ran, ``report["linking"]`` gets what
     it linked and the runners-up with why each lost (for --json and --trace)."""
-    from kgqa.cli.kg import resolve_entity
-    from kgqa.steps.linking import link
+    from kgqa.steps.linking import question_topics
 
-    if given:
-        ids = [resolve_entity(kg, g) for g in given]
-        names = kg.names(ids)
-        return [TopicEntity(id=i, name=names.get(i) or i) for i in ids]
-    result = link(kg, question)
-    if report is not None:
-        report["linking"] = result.to_dict()
-    if not result.linked:
-        dropped = "; ".join(f"{c.name} [{c.id}]: {c.reason}" for c in result.runners_up[:5])
-        raise KGError("no entity of the KG is mentioned in the question (by exact name); name one with --topic, "
-                      "or put its name in [brackets]" + (f" (dropped: {dropped})" if dropped else ""))
-    return [TopicEntity(id=m.id, name=m.name) for m in result.entities]
+    topics, linked = question_topics(kg, question, given)
+    if linked is not None and report is not None:
+        report["linking"] = linked.to_dict()
+    return topics
 
 
 @click.command("ask")

@@ -13,22 +13,11 @@ import click
 from kgqa.errors import KGError
 from kgqa.kg import Direction, KnowledgeGraph, format_chain, open_kg, parse_chain
 from kgqa.kg.base import Chain, is_literal
+from kgqa.steps.linking import resolve_entity
 
 
 def _echo_json(payload: Any) -> None:
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-
-
-def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
-    """An entity id as given, or the entity whose name is exactly ``text``; a clear error otherwise."""
-    if kg.has_entity(text):  # type: ignore[attr-defined]
-        return text
-    matches = kg.search(text, fuzzy=False, limit=5)
-    if matches:
-        return matches[0].id
-    close = kg.search(text, fuzzy=True, limit=3)
-    hint = f"; did you mean {', '.join(repr(m.name) for m in close)}?" if close else ""
-    raise KGError(f"entity {text!r} is neither an id nor an exact name in this KG{hint}")
 
 
 def check_chain(kg: KnowledgeGraph, chain: Chain) -> None:

@@ -107,7 +107,10 @@ def last_user_message(messages: Sequence[dict[str, str]]) -> str:
 
 
 class ScriptedModel(BaseChatModel):
-    """Replies chosen by rules or a callable; every received conversation is kept in ``history``."""
+    """Replies chosen by rules or a callable; the last ``HISTORY`` received conversations are kept in ``history`` (a
+    long-running service or benchmark must not grow without bound)."""
+
+    HISTORY = 10_000
 
     def __init__(self, rules: list[dict[str, Any]] | Responder, *, name: str = "scripted") -> None:
         self.name = name
@@ -146,5 +149,7 @@ class ScriptedModel(BaseChatModel):
     def _complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
         with self._lock:  # rules with 'replies' are stateful
             self.history.append(messages)
+            if len(self.history) > self.HISTORY:
+                del self.history[: len(self.history) - self.HISTORY]
             text = self._reply(messages)
         return scripted_completion(messages, text, params, model=self.name)

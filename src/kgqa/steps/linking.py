@@ -287,3 +287,36 @@ def _spans(words: Sequence[str], max_size: int, *, fuzzy: bool = False) -> list[
                 continue
             out.append((start, start + size))
     return out
+
+
+def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
+    """An entity id as given, or the entity whose name is exactly ``text``; a clear error (with close names) otherwise."""
+    from kgqa.errors import KGError
+
+    if kg.has_entity(text):
+        return text
+    matches = kg.search(text, fuzzy=False, limit=5)
+    if matches:
+        return matches[0].id
+    close = kg.search(text, fuzzy=True, limit=3)
+    hint = f"; did you mean {', '.join(repr(m.name) for m in close)}?" if close else ""
+    raise KGError(f"entity {text!r} is neither an id nor an exact name in this KG{hint}")
+
+
+def question_topics(kg: KnowledgeGraph, question: str, given: Sequence[str] | None = None
+                    ) -> tuple[list[Any], LinkResult | None]:
+    """The topic entities of a question: those ``given`` (ids or exact names), else those linked in the question, with
+    the linking result (None when given). Shared by ``kgqa ask`` and ``kgqa serve``; a KGError when nothing links."""
+    from kgqa.core import TopicEntity
+    from kgqa.errors import KGError
+
+    if given:
+        ids = [resolve_entity(kg, g) for g in given]
+        names = kg.names(ids)
+        return [TopicEntity(id=i, name=names.get(i) or i) for i in ids], None
+    result = link(kg, question)
+    if not result.linked:
+        dropped = "; ".join(f"{c.name} [{c.id}]: {c.reason}" for c in result.runners_up[:5])
+        raise KGError("no entity of the KG is mentioned in the question (by exact name); name a topic entity, or put "
+                      "its name in [brackets]" + (f" (dropped: {dropped})" if dropped else ""))
+    return [TopicEntity(id=m.id, name=m.name) for m in result.entities], result

@@ -1,0 +1,365 @@
+"""Asking live: one question, one method, over the served KG and model, as ``kgqa ask`` does it.
+
+The method comes from the registry with its settings validated (:func:`kgqa.methods.get_method`); what gets loaded is
+what it needs (:func:`kgqa.methods.base.method_needs`); the question is solved by :func:`kgqa.methods.base.solve` with
+a fresh recorder, so usage is counted exactly as in a run; the method's own summary is its ``explain()``. Asks run on a
+bounded thread pool (``max_asks`` at once, ``max_queued_asks`` waiting, the rest refused) with a timeout; every ask
+gets a trace id whose record (trace, evidence graph, each LLM call's prompt and reply) is kept in memory, the newest
+``keep_traces`` of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgqa import config
+from kgqa.core import MethodContext, Question, TopicEntity, Trace
+from kgqa.errors import ConfigError, KGError, KGQAError
+from kgqa.eval.rundir import json_default
+from kgqa.service.calls import CALLS, CallLog, CapturingModel
+from kgqa.service.graph import evidence_graph
+from kgqa.service.settings import ServiceSettings
+
+TRACE_ID_LEN = 32
+
+#: Receives the events of a streamed ask (from the worker thread).
+Emit = Callable[[dict[str, Any]], None]
+
+
+class AskRequest(BaseModel):
+    """``POST /v1/ask``: the question, the method (``GET /v1/methods``), topic entities (ids or exact names; linked in
+    the question when omitted) and the method's settings (checked against its config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=2000, description="The question, in natural language.")
+    method: str = Field(min_length=1, max_length=64, description="A method name from GET /v1/methods.")
+    topics: list[Annotated[str, Field(min_length=1, max_length=300)]] | None = Field(
+        default=None, max_length=10, description="Topic entities: KG ids or exact names (linked when omitted).")
+    method_config: dict[str, Any] | None = Field(default=None, description="Method settings (GET /v1/methods).")
+
+
+class UserError(KGQAError):
+    """The ask cannot be answered as given (no topic in the KG, a bad setting): answered 400."""
+
+
+class Busy(Exception):
+    """Every ask slot and queue place is taken: answered 503."""
+
+
+class AskTimeout(Exception):
+    """The ask ran past the timeout (it goes on in the background under its trace id): answered 504."""
+
+    def __init__(self, trace_id: str, seconds: float) -> None:
+        super().__init__(f"the ask took longer than {seconds:g} s; it goes on in the background: "
+                         f"GET /v1/traces/{trace_id} shows it when it ends")
+        self.trace_id = trace_id
+
+
+def clean(value: Any) -> Any:
+    """JSON-ready: pydantic models, sets and odd objects by the run files' rules, NaN and infinities as null."""
+    def finite(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {str(k): finite(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [finite(x) for x in v]
+        return v
+
+    return finite(json.loads(json.dumps(value, ensure_ascii=False, default=json_default)))
+
+
+class LiveTrace(Trace):
+    """A trace that also emits each step the moment the method appends it (as it is then: a step that fills in its
+    outcome later shows it in the final record)."""
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__()
+        self._emit = emit
+
+    def append(self, event: dict[str, Any]) -> None:
+        super().append(event)
+        with contextlib.suppress(Exception):  # the stream's reader went away: the ask goes on
+            self._emit({"event": "step", "index": len(self) - 1, "step": clean(dict(event))})
+
+
+class TraceStore:
+    """The newest ``keep`` ask records by trace id (thread-safe)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._data: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, trace_id: str, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._data[trace_id] = record
+            self._data.move_to_end(trace_id)
+            while len(self._data) > self.keep:
+                self._data.popitem(last=False)
+
+    def get(self, trace_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._data.get(trace_id)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def resolve_topics(kg: Any, question: str, given: list[str] | None) -> tuple[list[TopicEntity], dict[str, Any]]:
+    """The topic entities given (ids or exact names) or linked in the question, and what linking chose (as in
+    ``kgqa ask``: :func:`kgqa.steps.linking.question_topics`)."""
+    from kgqa.errors import KGError
+    from kgqa.steps.linking import question_topics
+
+    try:
+        topics, linked = question_topics(kg, question, given)
+    except KGError as exc:
+        raise UserError(str(exc)) from None
+    return topics, ({"linking": linked.to_dict()} if linked is not None else {})
+
+
+class AskService:
+    """The served KG and model, the method cache, the ask pool and the trace store."""
+
+    def __init__(self, settings: ServiceSettings, *, kg: Any = None, llm: Any = None) -> None:
+        self.settings = settings
+        self.kg_spec = str(config.get("kg", settings.kg))
+        self._kg = kg
+        self._llm: Any = None
+        if llm is None or isinstance(llm, str):
+            self.llm_spec = str(config.get("llm", llm or settings.llm))
+        else:  # a ready model object (tests, embedding applications)
+            self.llm_spec = str(getattr(llm, "name", "model"))
+            self._llm = CapturingModel(llm)
+        self._embedders: dict[str, Any] = {}
+        self._artifacts: Any = None
+        self._methods: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._inflight = 0
+        self.executor = ThreadPoolExecutor(max_workers=settings.max_asks, thread_name_prefix="kgqa-ask")
+        self.traces = TraceStore(settings.keep_traces)
+        self.asked = 0
+
+    # -- what is served ------------------------------------------------------------------------------------------
+
+    def open(self, *, llm: bool = True) -> None:
+        """Open the KG (and the model, with ``llm``) now, so a bad spec stops the server before it listens."""
+        self.kg  # noqa: B018 - opens it
+        if llm:
+            self.model()
+
+    @property
+    def kg(self) -> Any:
+        if self._kg is None:
+            with self._load_lock:
+                if self._kg is None:
+                    from kgqa.kg import open_kg
+
+                    self._kg = open_kg(self.kg_spec, schema=self.settings.schema)
+        return self._kg
+
+    def model(self) -> Any:
+        if self._llm is None:
+            with self._load_lock:
+                if self._llm is None:
+                    from kgqa import llm as llm_layer
+
+                    self._llm = CapturingModel(llm_layer.load(self.llm_spec))
+        return self._llm
+
+    def embedder(self) -> Any:
+        spec = self.settings.embedder
+        with self._load_lock:
+            if spec not in self._embedders:
+                from kgqa.text import load_embedder
+
+                self._embedders[spec] = load_embedder(spec)
+            return self._embedders[spec]
+
+    def artifacts(self) -> Any:
+        with self._load_lock:
+            if self._artifacts is None:
+                from kgqa.artifacts import ArtifactStore
+
+                self._artifacts = ArtifactStore()
+            return self._artifacts
+
+    def kg_stats(self) -> dict[str, Any]:
+        import dataclasses
+
+        stats = dataclasses.asdict(self.kg.stats())
+        extra = {k: v for k, v in (stats.pop("extra", None) or {}).items() if k != "directory"}  # no server paths
+        return clean({"kg": self.kg_spec if self.kg_spec == "demo" or self.kg_spec.startswith(("http://", "https://"))
+                      else _last_part(self.kg_spec), **stats, "extra": extra})
+
+    def method(self, name: str, settings: dict[str, Any] | None) -> tuple[Any, Any]:
+        """The configured method and its needs, cached by name and settings; a bad name or setting is a ConfigError."""
+        from kgqa.methods import get_method
+        from kgqa.methods.base import method_needs
+
+        key = json.dumps([name, settings or {}], sort_keys=True, default=str)
+        with self._lock:
+            hit = self._methods.get(key)
+            if hit is not None:
+                self._methods.move_to_end(key)
+                return hit
+        runner = get_method(name, **(settings or {}))
+        needs = method_needs(runner, self.llm_spec)
+        with self._lock:
+            self._methods[key] = (runner, needs)
+            while len(self._methods) > 64:
+                self._methods.popitem(last=False)
+        return runner, needs
+
+    # -- asking --------------------------------------------------------------------------------------------------
+
+    def submit(self, request: AskRequest, emit: Emit | None = None) -> tuple[str, Future[dict[str, Any]]]:
+        """Start one ask on the pool: its trace id and the future of its record. ``emit`` (called from the worker
+        thread) receives each trace step and LLM call as it happens. :class:`UserError` for a bad method or setting,
+        :class:`Busy` when every slot and queue place is taken."""
+        try:
+            runner, needs = self.method(request.method.strip().lower(), request.method_config)
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
+        with self._lock:
+            if self._inflight >= self.settings.max_asks + self.settings.max_queued_asks:
+                raise Busy(f"{self._inflight} asks are running or waiting; try again shortly")
+            self._inflight += 1
+            self.asked += 1
+        trace_id = uuid.uuid4().hex
+        self.traces.put(trace_id, {"trace_id": trace_id, "status": "running", "question": request.question,
+                                   "method": runner_name(runner, request.method), "created_at": _now()})
+        try:
+            future: Future[dict[str, Any]] = self.executor.submit(self._answer, trace_id, request, runner, needs, emit)
+        except RuntimeError:  # shutting down
+            self._release()
+            raise Busy("the server is shutting down") from None
+        future.add_done_callback(lambda _f: self._release())
+        return trace_id, future
+
+    async def ask(self, request: AskRequest) -> dict[str, Any]:
+        """Answer one ask: the record (status ``done``, ``failed`` or ``refused``); :class:`UserError`, :class:`Busy`
+        or :class:`AskTimeout` otherwise."""
+        trace_id, future = self.submit(request)
+        try:
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self.settings.ask_timeout_s)
+        except TimeoutError:
+            raise AskTimeout(trace_id, self.settings.ask_timeout_s) from None
+
+    def _release(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any,
+                emit: Emit | None = None) -> dict[str, Any]:
+        from kgqa.llm.accounting import RecordedModel, Recorder
+        from kgqa.methods.base import method_config_dump, method_explanation, solve
+
+        started = time.perf_counter()
+        previous = self.traces.get(trace_id) or {}
+        base = {"trace_id": trace_id, "created_at": previous.get("created_at") or _now(), "question": request.question,
+                "method": runner_name(runner, request.method),
+                "method_config": clean(method_config_dump(runner)), "kg": self.kg_spec if needs.kg else None,
+                "llm": self.llm_spec if needs.llm else None}
+        log = CallLog(None if emit is None else lambda index, call: emit({"event": "llm_call", "index": index,
+                                                                          "call": call}))
+        token = CALLS.set(log)
+        try:
+            topics: list[TopicEntity] = []
+            linking: dict[str, Any] = {}
+            recorder = Recorder()
+            try:
+                kg = self.kg if needs.kg else None
+                if kg is not None:
+                    topics, linking = resolve_topics(kg, request.question, request.topics)
+                model = RecordedModel(self.model(), recorder) if needs.llm else None
+                embedder = self.embedder() if needs.embedder else None
+                artifacts = self.artifacts() if needs.artifacts else None
+            except (UserError, KGError) as exc:
+                record = {**base, "status": "refused", "error": str(exc), "elapsed_s": time.perf_counter() - started}
+                self.traces.put(trace_id, record)
+                return record
+            except KGQAError as exc:  # the model or the KG cannot be opened: the server's setup, not the question
+                record = {**base, "status": "failed", "error": f"{type(exc).__name__}: {exc}", "trace": [],
+                          "llm_calls": [], "elapsed_s": time.perf_counter() - started}
+                self.traces.put(trace_id, record)
+                return record
+            question = Question(id=trace_id, text=request.question, topic_entities=topics)
+            ctx = MethodContext(kg=kg, llm=model, embedder=embedder, seed=self.settings.seed,  # type: ignore[arg-type]
+                                recorder=recorder, artifacts=artifacts,
+                                trace=Trace() if emit is None else LiveTrace(emit))
+            try:
+                prediction = solve(runner, question, ctx, recorder=recorder, scope=trace_id)
+                status, error = ("failed" if prediction.error else "done"), prediction.error
+            except Exception as exc:  # the method raised: the ask failed, its partial trace is kept
+                from kgqa.core import Prediction
+                from kgqa.methods.base import attach_run_facts
+
+                prediction = attach_run_facts(Prediction.failed(f"{type(exc).__name__}: {exc}", trace=list(ctx.trace)),
+                                              ctx, recorder=recorder, scope=trace_id)
+                status, error = "failed", prediction.error
+            try:
+                summary = method_explanation(runner, prediction).model_dump(mode="json")
+            except Exception as exc:  # an explain() that cannot read a failed prediction
+                summary = {"fields": {}, "lines": [f"(no summary: {type(exc).__name__}: {exc})"]}
+            answers = [a.model_dump(mode="json") for a in prediction.answers]
+            known = {t.id: t.name for t in topics} | {a.id: a.name for a in prediction.answers if a.id and a.name}
+            graph = evidence_graph(prediction.evidence, topics=[t.id for t in topics],
+                                   answers=[(a.id, a.name) for a in prediction.answers], kg=kg, known_names=known)
+            record = clean({
+                **base, "status": status, "error": error,
+                "topics": [t.model_dump() for t in topics], **linking,
+                "answers": answers, "grounding": prediction.grounding.value, "evidence": prediction.evidence,
+                "summary": summary, "usage": prediction.usage, "audits": prediction.audits, "stats": prediction.stats,
+                "graph": graph, "trace": prediction.trace, "llm_calls": log.calls, "llm_calls_dropped": log.dropped,
+                "elapsed_s": time.perf_counter() - started,
+            })
+            self.traces.put(trace_id, record)
+            return record
+        finally:
+            CALLS.reset(token)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+#: Keys of an ask record that only GET /v1/traces/{id} returns (the ask's answer stays small).
+TRACE_ONLY = ("trace", "llm_calls", "llm_calls_dropped", "linking")
+
+
+def ask_response(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in TRACE_ONLY}
+
+
+def runner_name(runner: Any, asked: str) -> str:
+    return str(getattr(runner, "name", "") or asked).strip().lower()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _last_part(spec: str) -> str:
+    from pathlib import Path
+
+    return Path(spec).name or spec
