@@ -54,4 +54,4 @@ def test_ask_refuses_a_bad_method_setting(capsys: pytest.CaptureFixture[str]) ->
     assert main(["ask", "Who directed Inception?", "--method", "io", "--method-config", "max_answers=0"]) == 2
     assert "max_answers=0: Input should be greater than or equal to 1" in capsys.readouterr().err
     assert main(["ask", "Who directed Inception?", "--method", "nope"]) == 2
-    assert "unknown method 'nope'; known methods: ccor, cor, cot, fog, io, pog, srp, tog, vog" in capsys.readouterr().err
+    assert "unknown method 'nope'; known methods: ccor, chains, cor, cot, fog, io, pog, srp, tog, vog" in capsys.readouterr().err

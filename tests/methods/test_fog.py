@@ -18,13 +18,11 @@ import torch
 
 from kgqa.cli import main
 from kgqa.errors import ConfigError
-from kgqa.kg.base import parse_chain
 from kgqa.kg.embedded import EmbeddedKG
 from kgqa.methods import solve
 from kgqa.methods.fog import FoG
 from kgqa.steps.foresight.model import ForesightNet, NetSpec
-from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
-from kgqa.steps.foresight.training import TrainingQuestion, TrainSettings, train_scorer
+from kgqa.steps.foresight.scorer import ForesightScorer
 from kgqa.testing import Prompt, by_step, context, offline_embedder, question, shared_movie_kg
 
 ENCODER = "hash:64"
@@ -56,37 +54,8 @@ def kg() -> EmbeddedKG:
 
 
 @pytest.fixture(scope="module")
-def scorer_dir(kg: EmbeddedKG, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A scorer trained by ``train_scorer`` on five kit questions (hashing embedder, hidden 16), saved as
-    ``kgqa train fog`` saves one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    questions = [
-        TrainingQuestion(FILMS_OF_NOLAN, ("m.nolan",), parse_chain("film.director.film"),
-                         frozenset({"m.inception", "m.interstellar", "m.memento"})),
-        TrainingQuestion("Who directed Shutter Island?", ("m.shutter",), parse_chain("film.film.directed_by"),
-                         frozenset({"m.scorsese"})),
-        TrainingQuestion("Which actors starred in films directed by Christopher Nolan?", ("m.nolan",),
-                         parse_chain("film.director.film,film.film.starring,film.performance.actor"),
-                         frozenset({"m.dicaprio", "m.page", "m.mcconaughey", "m.pearce"})),
-        TrainingQuestion("Which country is Martin Scorsese from?", ("m.scorsese",),
-                         parse_chain("people.person.nationality"), frozenset({"m.us"})),
-        TrainingQuestion("Who directed the films Leonardo DiCaprio starred in?", ("m.dicaprio",),
-                         parse_chain("^film.performance.actor,^film.film.starring,film.film.directed_by"),
-                         frozenset({"m.nolan", "m.scorsese"})),
-    ]
-    settings = TrainSettings(lr=1e-2, epochs=3, batch_size=32, validation_share=0.0, propagation_epochs=1,
-                             propagation_lr=1e-2, propagation_questions=5, seed=0)
-    spec = NetSpec(input_dim=64, hidden=16, heads=2, self_blocks=1, propagation_layers=1)
-    try:
-        result = train_scorer(kg, questions, LabelVectors(kg, offline_embedder(64)), settings=settings, net_spec=spec,
-                              encoder=ENCODER)
-    finally:
-        torch.set_num_threads(threads)
-    assert result.summary["unreached"] == 0  # every gold chain reaches its answers on the kit KG
-    out = tmp_path_factory.mktemp("fog") / "scorer"
-    result.scorer.save(out, {"trained_on": "five kit questions"})
-    return out
+def scorer_dir(kit_scorer_dir: Path) -> Path:
+    return kit_scorer_dir
 
 
 def sections(prompt: Prompt) -> tuple[list[str], list[str]]:

@@ -61,8 +61,9 @@ class RelationExplorer:
     the main chain for a constraint chain); chains it builds and judges are relative to that start."""
 
     def __init__(self, kg: KnowledgeGraph, pruner: RelationPruner, *, topics: Sequence[str], prefix: Chain = (),
-                 max_depth: int, max_iterations: int, trace: Trace, label: str) -> None:
+                 max_depth: int, max_iterations: int, trace: Trace, label: str, walk_back: bool = False) -> None:
         self.kg = kg
+        self.walk_back = walk_back
         self.pruner = pruner
         self.topics = list(topics)
         self.prefix = prefix
@@ -100,7 +101,7 @@ class RelationExplorer:
 
     def _expand(self, chain: Chain, stack: list[Chain], question: str, topic_names: Sequence[str],
                 prompt_context: str) -> None:
-        candidates = search_relations(self.kg, self.topics, self.prefix + chain)
+        candidates = search_relations(self.kg, self.topics, self.prefix + chain, walk_back=self.walk_back)
         self.trace.add(f"{self.label}.relation_search", chain=format_chain(chain), candidates=len(candidates))
         pruned = self.pruner.prune(question, topic_names, chain, candidates, trace=self.trace, context=prompt_context)
         for scored in reversed(pruned.value or []):  # ascending score: the best ends on top of the stack

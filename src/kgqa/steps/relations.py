@@ -12,15 +12,18 @@ from kgqa.kg.base import Chain, Direction, Hop, KnowledgeGraph, is_literal
 from kgqa.kg.schema import relation_words
 
 
-def search_relations(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *, both_directions: bool = True) -> list[Hop]:
+def search_relations(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, *, both_directions: bool = True,
+                     walk_back: bool = False) -> list[Hop]:
     """Hops that can extend ``chain`` (relation search in relation space: no entity is named or pruned).
 
-    The hop that walks straight back along the chain's last edge is left out: it only returns to the previous position.
+    The hop that walks straight back along the chain's last edge is left out unless ``walk_back``: read as a set it
+    returns to the previous position, but from a many-valued position it also reaches the siblings (the other films of
+    a film's actors, MetaQA's "share actors with"), which a chain judged on what it reaches can use.
     """
     hops = [Hop(r, Direction.OUT) for r in kg.chain_relations(topics, chain, Direction.OUT)]
     if both_directions:
         hops += [Hop(r, Direction.IN) for r in kg.chain_relations(topics, chain, Direction.IN)]
-    if chain:
+    if chain and not walk_back:
         back = chain[-1].reversed()
         hops = [h for h in hops if h != back]
     return hops

@@ -61,7 +61,6 @@ Where kgqa differs from the paper, and why:
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -69,7 +68,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
-from kgqa.errors import ConfigError, KGError
+from kgqa.errors import KGError
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
@@ -78,6 +77,7 @@ from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand, rank_answers
+from kgqa.steps.foresight.loading import ScorerLoader
 from kgqa.steps.reply import BudgetedModel, ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
@@ -162,9 +162,7 @@ class FoG(KGQAMethod):
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
-        self._lock = threading.Lock()
-        self._scorer: Any = None
-        self._labels: dict[int, Any] = {}
+        self._loader = ScorerLoader(self.config.scorer, method="fog")
 
     # -- the contract ----------------------------------------------------------------------------------------------
 
@@ -204,25 +202,7 @@ class FoG(KGQAMethod):
     # -- loading ---------------------------------------------------------------------------------------------------
 
     def _load(self, ctx: MethodContext) -> tuple[Any, Any]:
-        from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
-        from kgqa.text import load_embedder
-
-        with self._lock:
-            if self._scorer is None:
-                if self.config.scorer is not None:
-                    self._scorer = ForesightScorer.load(self.config.scorer)
-                else:
-                    self._scorer = _default_scorer(ctx)
-            scorer = self._scorer
-            labels = self._labels.get(id(ctx.kg))
-            if labels is None:
-                embedder = ctx.embedder if getattr(ctx.embedder, "name", None) == scorer.encoder \
-                    else load_embedder(scorer.encoder)
-                table = None
-                if ctx.artifacts is not None and hasattr(ctx.kg, "iter_names"):
-                    table = ctx.artifacts.get("label-embeddings", kg=ctx.kg, embedder=embedder)
-                labels = self._labels[id(ctx.kg)] = LabelVectors(ctx.kg, embedder, table)
-            return scorer, labels
+        return self._loader.get(ctx)
 
     # -- one question ----------------------------------------------------------------------------------------------
 
@@ -401,20 +381,3 @@ def _display(kg: Any, triples: list[Triple]) -> dict[Triple, str]:
 
 def _norm(text: str) -> str:
     return " ".join(text.strip().strip("\"'").lower().replace("(", " ").replace(")", " ").replace(",", " , ").split())
-
-
-def _default_scorer(ctx: MethodContext) -> Any:
-    """The scorer used when none is configured: on the demo KG, one trained on the demo questions (built once into the
-    artifact store); elsewhere an error that says how to train one."""
-    from kgqa.kg.demo import is_demo_kg
-
-    if is_demo_kg(ctx.kg):
-        if ctx.artifacts is None:
-            raise ConfigError("fog: the demo scorer is built in the artifact store, and this context has none")
-        from kgqa.methods.fog.demo_scorer import demo_scorer
-
-        return demo_scorer(ctx)
-    raise ConfigError("fog needs a trained scorer for this KG: train one with `kgqa train fog --dataset NAME "
-                      "--split dev --kg KG --out MODELDIR` and pass `--method-config scorer=MODELDIR`")
-
-

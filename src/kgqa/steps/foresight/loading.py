@@ -1,0 +1,60 @@
+"""Loading a trained foresight scorer and the label vectors it reads, once per method object (FoG, ``chains``).
+
+The scorer comes from a directory (``kgqa train fog --out DIR``) or, on the demo KG with none configured, from the
+artifact store (the demo scorer, :mod:`kgqa.steps.foresight.demo`). Label vectors are per KG and use the encoder the
+scorer was trained with, from the ``label-embeddings`` artifact when the store has the KG's names.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kgqa.core import MethodContext
+from kgqa.errors import ConfigError
+
+__all__ = ["ScorerLoader"]
+
+
+class ScorerLoader:
+    """Thread-safe cache of (scorer, label vectors) for one configured scorer path (None: the demo scorer)."""
+
+    def __init__(self, path: str | None, *, method: str) -> None:
+        self.path = path
+        self.method = method
+        self._lock = threading.Lock()
+        self._scorer: Any = None
+        self._labels: dict[int, Any] = {}
+
+    def get(self, ctx: MethodContext) -> tuple[Any, Any]:
+        from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
+        from kgqa.text import load_embedder
+
+        with self._lock:
+            if self._scorer is None:
+                self._scorer = ForesightScorer.load(self.path) if self.path is not None else self._default(ctx)
+            scorer = self._scorer
+            labels = self._labels.get(id(ctx.kg))
+            if labels is None:
+                embedder = ctx.embedder if getattr(ctx.embedder, "name", None) == scorer.encoder \
+                    else load_embedder(scorer.encoder)
+                table = None
+                if ctx.artifacts is not None and hasattr(ctx.kg, "iter_names"):
+                    table = ctx.artifacts.get("label-embeddings", kg=ctx.kg, embedder=embedder)
+                labels = self._labels[id(ctx.kg)] = LabelVectors(ctx.kg, embedder, table)
+            return scorer, labels
+
+    def _default(self, ctx: MethodContext) -> Any:
+        """On the demo KG, the scorer trained on the demo questions (built once into the artifact store); elsewhere
+        an error that says how to train one."""
+        from kgqa.kg.demo import is_demo_kg
+
+        if is_demo_kg(ctx.kg):
+            if ctx.artifacts is None:
+                raise ConfigError(f"{self.method}: the demo scorer is built in the artifact store, and this context "
+                                  "has none")
+            from kgqa.steps.foresight.demo import demo_scorer
+
+            return demo_scorer(ctx)
+        raise ConfigError(f"{self.method} needs a trained scorer for this KG: train one with `kgqa train fog --dataset "
+                          "NAME --split dev --kg KG --out MODELDIR` and pass `--method-config scorer=MODELDIR`")
