@@ -80,14 +80,20 @@ def test_a_chain_goes_forward_while_an_extension_reads_better_and_stops_where_no
     assert dead_end.here == pytest.approx(0.6) and dead_end.beyond == 0.0  # Stop: nothing leads on from C
 
 
-def test_one_continued_end_does_not_make_every_end_an_intermediate() -> None:
-    # A -genre-> G1, G2 (0.99); G2 is also a film title with a genre of its own (0.97): G1 is still an answer
+def test_a_chain_is_read_at_its_typical_end() -> None:
+    # A -genre-> G1, G2, G4 (0.99); G2 is also a film title with a genre of its own (0.97): the genres are still answers
     graph = graph_of([("A", 0, "genre", "G1", 1, 0.99, False), ("A", 0, "genre", "G2", 1, 0.99, False),
-                      ("G2", 1, "genre", "G3", 2, 0.97, False)])
+                      ("A", 0, "genre", "G4", 1, 0.99, False), ("G2", 1, "genre", "G3", 2, 0.97, False)])
     reading = ChainSteering(graph).read(parse_chain("genre"), depth_left=2, floor=0.02)
     assert reading.onward == 0.97  # the best triple leading on, for the trace
-    assert reading.here == pytest.approx(0.99)  # read at G1, which nothing continues
+    assert reading.here == pytest.approx(0.99)  # read at the median end, which nothing continues
     assert reading.here > reading.beyond  # Stop at the genres
+    # A -actor-> P -^actor-> F1, F2, F3 (0.99); F1 and F2 have a release year (0.98), F3 none kept: years, not films
+    graph = graph_of([("A", 0, "actor", "P", 1, 0.99, False), ("P", 1, "actor", "F1", 2, 0.99, True),
+                      ("P", 1, "actor", "F2", 2, 0.99, True), ("P", 1, "actor", "F3", 2, 0.99, True),
+                      ("F1", 2, "year", "Y1", 3, 0.98, False), ("F2", 2, "year", "Y2", 3, 0.98, False)])
+    films = ChainSteering(graph).read(parse_chain("actor,^actor"), depth_left=1, floor=0.02)
+    assert films.here == pytest.approx(0.99 * (1 - 0.98)) and films.beyond > films.here  # Forward to the years
 
 
 def test_walking_back_along_a_relation_reaches_the_siblings() -> None:

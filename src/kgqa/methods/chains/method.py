@@ -12,20 +12,21 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   (:class:`kgqa.steps.explore.RelationExplorer`). ``steering=llm`` uses CCoR's pruner instead (``pruner``).
 * **Forward / stop by the scorer** (``judge=scorer``). A chain is read as FoG reads a path, at the level of relations:
   its *value* is the geometric mean of its weakest and its last hop's best propagated triple, times 1 - the best
-  triple leading on from its least-continued end (an entity a relevant triple leads on from is an intermediate, not
-  an answer). The rule:
+  triple leading on from its typical end (the median over the entities it reached; an entity a relevant triple leads
+  on from is an intermediate, not an answer). The rule:
 
   - the chain arrived by no supported triple (<= ``min_hop_score``): Backtrack;
   - the hop fails its verification (below): Backtrack;
   - some extension of the chain within the depth has a higher value: Forward;
   - otherwise the chain is finished.
 
-  This is not the issue's example rule ("stop when the best incoming triple scores above tau_p and no outgoing relation
-  scores higher"), which we measured first: after propagation both numbers sit near 1.0 on MetaQA, so it stopped
-  many 2-hop chains after one hop (MetaQA dev, 100 seeded questions per hop, walking back on: Hits@1 88 / 74 on 2 / 3
-  hops with it, 99 / 99 with this rule and the topic exclusion below; the closing note of issue 18 has the commands). A finished chain is Stop, or Constraint when the question has a second topic
-  entity in the KG or names a year or an ordering ("first", "before", "the largest", ...): the scorer cannot check a
-  constraint, so CCoR's constraint chain (LLM) takes over. ``judge=llm`` uses CCoR's LLM judge.
+  This is not the issue's example rule ("stop when the best incoming triple scores above tau_p and no outgoing
+  relation scores higher"), which we measured first: after propagation both numbers sit near 1.0 on MetaQA, so it
+  stopped many chains one hop early (MetaQA dev, 100 seeded questions per hop, walking back on: Hits@1 88 / 74 on
+  2 / 3 hops with it; the closing note of issue 18 has the commands and the figures of this rule). A finished chain
+  is Stop, or Constraint when the question has a second topic entity in the KG or names a year or an ordering
+  ("first", "before", "the largest", ...): the scorer cannot check a constraint, so CCoR's constraint chain (LLM)
+  takes over. ``judge=llm`` uses CCoR's LLM judge.
 * **Walking back.** Unlike CCoR's relation search, the main chain may walk back along its last relation to the
   siblings of where it stands (MetaQA's "films that share actors with X": film -> actors -> their films), and its
   candidates never pass back through a topic entity (FoG's paths never return to a topic), so X is not among the

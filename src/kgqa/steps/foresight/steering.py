@@ -88,8 +88,8 @@ class ChainSteering:
     @staticmethod
     def value(per_hop: Sequence[float], onward: float) -> float:
         """FoG's reading of a path, at the level of a relation chain: the geometric mean of its weakest and its last
-        hop (the relation the question ends on counts twice) times 1 - the best triple leading on (an entity a
-        relevant triple leads on from is an intermediate, not an answer)."""
+        hop (the relation the question ends on counts twice) times 1 - the best triple leading on from its typical end (the median
+        of its ends; an entity a relevant triple leads on from is an intermediate, not an answer)."""
         if not per_hop:
             return 0.0
         return (min(per_hop) * per_hop[-1]) ** 0.5 * (1.0 - onward)
@@ -98,7 +98,7 @@ class ChainSteering:
         """The best :meth:`value` of the chain ending at ``nodes`` or of any extension of it by up to ``depth_left``
         hops whose triples score above ``floor``: the scorer's foresight past the next hop."""
         extensions = self._extensions(nodes)
-        best = self.value(per_hop, self._least_continued(nodes))
+        best = self.value(per_hop, self._typical_continuation(nodes))
         if depth_left > 0:
             for score, far in extensions.values():
                 if score > floor:
@@ -133,14 +133,18 @@ class ChainSteering:
                                                          floor))
         return ChainReading(arrival=per_hop[-1] if per_hop else 1.0, onward=onward, per_hop=tuple(per_hop),
                             reached=len(nodes), last_edges=tuple(last),
-                            here=self.value(per_hop, self._least_continued(nodes)), beyond=beyond)
+                            here=self.value(per_hop, self._typical_continuation(nodes)), beyond=beyond)
 
-    def _least_continued(self, nodes: Sequence[int]) -> float:
-        """The best continuation of the reached node that is least continued: a chain is read at its most answer-like
-        end (FoG reads each path's own end; one reached name that is also a film must not make every genre an
-        intermediate)."""
-        return min((max((self.graph.scores[e] for e in self._out.get(n, ())), default=0.0) for n in nodes),
-                   default=0.0)
+    def _typical_continuation(self, nodes: Sequence[int]) -> float:
+        """The median over the reached nodes of the best triple leading on from each: a chain is read at its typical
+        end. FoG reads each path's own end; at the level of a relation chain the median keeps one reached name that
+        is also a film from making every genre an intermediate, and one film the expansion cut short from making a
+        whole set of films answers."""
+        conts = sorted(max((self.graph.scores[e] for e in self._out.get(n, ())), default=0.0) for n in nodes)
+        if not conts:
+            return 0.0
+        mid = len(conts) // 2
+        return conts[mid] if len(conts) % 2 else (conts[mid - 1] + conts[mid]) / 2
 
     def best_edges(self, edges: Sequence[int], limit: int) -> list[int]:
         """The ``limit`` best-scored of ``edges`` (propagated scores), best first."""
