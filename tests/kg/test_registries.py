@@ -133,7 +133,7 @@ def test_open_kg_demo() -> None:
 
 
 def test_open_kg_refuses_unknown_specs(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"unknown KG backend 'nope'; known KG backends: demo, embedded, sparql"):
+    with pytest.raises(ConfigError, match=r"unknown KG backend 'nope'; known KG backends: demo, embedded, endpoint, sparql"):
         open_kg("nope:anything")
     with pytest.raises(ConfigError, match="neither 'demo', an embedded KG directory"):
         open_kg("/no/such/kg")

@@ -389,6 +389,8 @@ def test_missing_binaries_and_files_are_clear_errors(tmp_path: Path, monkeypatch
     with pytest.raises(ConfigError, match="does not exist"):
         OxigraphServer([tmp_path / "missing.nt"])
     monkeypatch.setenv("PATH", str(tmp_path))
+    # the binaries are also looked for beside the Python running kgqa (a venv's bin not on PATH): hide them there too
+    monkeypatch.setattr("sys.executable", str(tmp_path / "python"))
     with pytest.raises(ConfigError, match="'oxigraph' executable was not found"), \
             OxigraphServer([generated_nt], tmp_path / "o"):
         pass
@@ -443,3 +445,16 @@ def test_wikidata_schema_maps_prefixes_and_statement_nodes(tmp_path: Path) -> No
             kg.neighbors("Q1", "wdt:P58")
         with pytest.raises(KGError, match="not a valid wikidata relation"):
             kg.neighbors("Q1", "wdt:P57 } ")
+
+
+def test_oxigraph_is_found_beside_python_when_not_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: the suite failed with 96 errors when the venv's bin was not on PATH."""
+    import sys
+
+    from kgqa.kg.servers import find_executable
+
+    beside = Path(sys.executable).parent / "oxigraph"
+    if not beside.exists():
+        pytest.skip(f"no oxigraph beside {sys.executable} on this machine")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert Path(find_executable("oxigraph", "install the oxigraph package")) == beside

@@ -411,7 +411,7 @@ def run_eval(
     elif kg_spec is not None:
         from kgqa.kg import open_kg
 
-        if kg_options and not str(kg_spec).strip().startswith(("http://", "https://")):
+        if kg_options and not str(kg_spec).strip().startswith(("http://", "https://", "endpoint:")):
             raise ConfigError(f"SPARQL options ({', '.join(sorted(kg_options))}) were given but the KG {kg_spec!r} is "
                               "not a SPARQL endpoint URL")
         kg_obj, owns_kg = open_kg(kg_spec, **dict(kg_options or {})), True

@@ -7,8 +7,9 @@
 * ``http://...`` / ``https://...`` (or ``sparql:URL``): a SPARQL 1.1 endpoint;
 * ``embedded:DIR``: an embedded store, explicitly;
 * ``NAME:REST``: any backend registered in :data:`KG_BACKENDS` under ``NAME`` (built in: ``demo``, ``embedded``,
-  ``sparql``), which opens the KG from ``REST``. A package adds one with ``KG_BACKENDS.add(name, opener)`` or the
-  entry-point group ``kgqa.kg_backends``; an opener is called as ``opener(rest, schema=..., **options)``.
+  ``sparql``, ``endpoint``: the server of a directory made by ``kgqa kg endpoint start``), which opens the KG from
+  ``REST``. A package adds one with ``KG_BACKENDS.add(name, opener)`` or the entry-point group ``kgqa.kg_backends``;
+  an opener is called as ``opener(rest, schema=..., **options)``.
 
 Module map: :mod:`~kgqa.kg.base` (types, the ``KGCore`` primitives and the ``KnowledgeGraph`` protocol),
 :mod:`~kgqa.kg.derived` (the derived operations, generic over the primitives), :mod:`~kgqa.kg.schema` (id grammars,
@@ -81,9 +82,17 @@ def _open_embedded(rest: str, schema: str | Schema | None = None, **options: Any
     return EmbeddedKG.open(path)
 
 
+def _open_endpoint(rest: str, schema: str | Schema | None = None, **options: Any) -> KnowledgeGraph:
+    # A private server started by `kgqa kg endpoint start --dir DIR`, found again from DIR.
+    from kgqa.kg.endpoint import open_endpoint_kg
+
+    return open_endpoint_kg(rest, schema=schema, **options)
+
+
 KG_BACKENDS.add("demo", _open_demo)
 KG_BACKENDS.add("sparql", _open_sparql)
 KG_BACKENDS.add("embedded", _open_embedded)
+KG_BACKENDS.add("endpoint", _open_endpoint)
 
 
 def open_kg(spec: str, schema: str | Schema | None = None, **options: Any) -> KnowledgeGraph:

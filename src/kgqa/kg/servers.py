@@ -17,9 +17,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -30,7 +32,8 @@ from kgqa.errors import ConfigError, KGError
 from kgqa.kg.base import is_literal, make_literal, parse_literal
 from kgqa.kg.schema import Schema, check_iri
 
-__all__ = ["OxigraphServer", "VirtuosoServer", "export_ntriples", "free_port", "literal_to_ntriples"]
+__all__ = ["OxigraphServer", "VirtuosoServer", "VirtuosoSettings", "export_ntriples", "find_executable", "free_port",
+           "literal_to_ntriples", "render_virtuoso_ini", "run_isql", "virtuoso_settings"]
 
 _DEFAULT_GRAPH = "http://kgqa.local/graph"
 
@@ -42,11 +45,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _binary(name: str, hint: str) -> str:
+def find_executable(name: str, hint: str) -> str:
+    """The path of executable ``name``: on PATH, else beside the running Python (a venv's ``bin`` that is not on PATH,
+    where ``pip install oxigraph`` puts its binary), else a ConfigError saying how to install it."""
     path = shutil.which(name)
-    if path is None:
-        raise ConfigError(f"the {name!r} executable was not found on PATH; {hint}")
-    return path
+    if path is not None:
+        return path
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    raise ConfigError(f"the {name!r} executable was not found on PATH nor beside {sys.executable}; {hint}")
+
+
+_binary = find_executable
 
 
 def _kill(proc: subprocess.Popen[bytes] | None) -> None:
@@ -175,7 +186,68 @@ class OxigraphServer(_Server):
         return self
 
 
+#: Bytes per Virtuoso buffer in the sizing formula of its RDF performance-tuning guide ("each buffer consisting of 8K
+#: bytes"; NumberOfBuffers = free memory * 0.66 / 8000).
+_VIRTUOSO_BUFFER_BYTES = 8000
+_GIB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class VirtuosoSettings:
+    """The ``virtuoso.ini`` values kgqa derives from a memory budget (see :func:`virtuoso_settings` for the rules)."""
+
+    memory_gb: float
+    number_of_buffers: int
+    max_dirty_buffers: int
+    max_checkpoint_remap: int
+    max_query_mem_mb: int
+    checkpoint_interval_min: int
+    result_set_max_rows: int
+    max_query_execution_time_s: int
+    max_query_cost_estimation_time_s: int
+    threads_per_query: int
+    server_threads: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dict(self.__dict__)
+
+
+def virtuoso_settings(memory_gb: float, *, cpus: int | None = None, db_bytes: int = 0,
+                      result_set_max_rows: int = 1_000_000) -> VirtuosoSettings:
+    """Virtuoso settings for a server that may use ``memory_gb`` GiB, following Virtuoso's RDF performance-tuning guide
+    (community.openlinksw.com, "Performance Tuning Virtuoso for RDF Queries and Other Use"), so nobody hand-edits them:
+
+    * ``NumberOfBuffers`` = memory * 0.66 / 8000 (its general formula; 2 GB gives about its table's 170,000) and
+      ``MaxDirtyBuffers`` = 3/4 of it (its table);
+    * ``MaxCheckpointRemap`` = 1/4 of the database size in 8K pages (its advice for large databases): the existing
+      database file at a restart, else the buffer pool as the estimate, never below Virtuoso's default 2,000;
+    * ``MaxQueryMem`` (per-query working memory, ours): 1/8 of the budget, between 256 MB and 8 GB;
+    * ``CheckpointInterval`` 60 minutes (Virtuoso's default); a kgqa bulk load checkpoints after every file itself;
+    * ``ResultSetMaxRows`` high (1M) because Virtuoso cuts larger results silently, and kgqa's own caps must decide;
+    * ``MaxQueryExecutionTime`` and ``MaxQueryCostEstimationTime`` 0 (off): Virtuoso answers a query past its time with
+      partial results and HTTP 200 ("anytime" queries), which a client cannot tell from a complete answer, so timeouts
+      are the client's (``SparqlKG(timeout=...)``) and a too-costly query is never refused on an estimate;
+    * ``ThreadsPerQuery`` = the CPUs, ``ServerThreads`` = twice the CPUs (at least 8).
+    """
+    if memory_gb <= 0:
+        raise ConfigError(f"--memory must be a positive number of GB, got {memory_gb}")
+    cpus = max(1, cpus or os.cpu_count() or 1)
+    buffers = max(2000, int(memory_gb * _GIB * 0.66 / _VIRTUOSO_BUFFER_BYTES))
+    pages = db_bytes // 8192 if db_bytes else buffers
+    return VirtuosoSettings(
+        memory_gb=float(memory_gb), number_of_buffers=buffers, max_dirty_buffers=buffers * 3 // 4,
+        max_checkpoint_remap=max(2000, pages // 4),
+        max_query_mem_mb=int(min(8192, max(256, memory_gb * 1024 / 8))), checkpoint_interval_min=60,
+        result_set_max_rows=int(result_set_max_rows), max_query_execution_time_s=0,
+        max_query_cost_estimation_time_s=0, threads_per_query=cpus, server_threads=max(8, 2 * cpus))
+
+
 _VIRTUOSO_INI = """\
+; virtuoso.ini written by kgqa ({purpose}). Regenerated at every start; edit --memory rather than this file.
+; Memory budget {memory_gb:g} GB -> NumberOfBuffers = memory * 0.66 / 8000, MaxDirtyBuffers = 3/4 of it (Virtuoso's RDF
+; performance-tuning guide); MaxCheckpointRemap = 1/4 of the database in 8K pages; MaxQueryMem = 1/8 of the budget.
+; Timeouts: MaxQueryExecutionTime = 0 because Virtuoso returns partial results with HTTP 200 when it fires; clients
+; (kgqa's SparqlKG) time out instead. Ports listen on {host_note}.
 [Database]
 DatabaseFile       = {db}/virtuoso.db
 ErrorLogFile       = {db}/virtuoso.log
@@ -184,7 +256,7 @@ TransactionFile    = {db}/virtuoso.trx
 xa_persistent_file = {db}/virtuoso.pxa
 ErrorLogLevel      = 7
 FileExtend         = 200
-MaxCheckpointRemap = 2000
+MaxCheckpointRemap = {s.max_checkpoint_remap}
 Striping           = 0
 TempStorage        = TempDatabase
 
@@ -199,8 +271,8 @@ ServerPort               = 127.0.0.1:{isql_port}
 LiteMode                 = 0
 DisableUnixSocket        = 1
 DisableTcpSocket         = 0
-MaxClientConnections     = 8
-CheckpointInterval       = 0
+MaxClientConnections     = {s.server_threads}
+CheckpointInterval       = {s.checkpoint_interval_min}
 O_DIRECT                 = 0
 CaseMode                 = 2
 MaxStaticCursorRows      = 5000
@@ -215,25 +287,25 @@ SingleCPU                = 0
 PrefixResultNames        = 0
 RdfFreeTextRulesSize     = 100
 IndexTreeMaps            = 64
-MaxQueryMem              = {max_query_mem}
+MaxQueryMem              = {s.max_query_mem_mb}M
 VectorSize               = 1000
 MaxVectorSize            = 1000000
 AdjustVectorSize         = 0
-ThreadsPerQuery          = 2
-AsyncQueueMaxThreads     = 4
-NumberOfBuffers          = {buffers}
-MaxDirtyBuffers          = {dirty_buffers}
+ThreadsPerQuery          = {s.threads_per_query}
+AsyncQueueMaxThreads     = {s.threads_per_query}
+NumberOfBuffers          = {s.number_of_buffers}
+MaxDirtyBuffers          = {s.max_dirty_buffers}
 
 [HTTPServer]
-ServerPort                  = 127.0.0.1:{http_port}
+ServerPort                  = {http_host}:{http_port}
 ServerRoot                  = {www}
-MaxClientConnections        = 8
+MaxClientConnections        = {s.server_threads}
 DavRoot                     = DAV
 EnabledDavVSP               = 0
 HTTPProxyEnabled            = 0
 TempASPXDir                 = 0
-ServerThreads               = 8
-MaxKeepAlives               = 8
+ServerThreads               = {s.server_threads}
+MaxKeepAlives               = {s.server_threads}
 KeepAliveTimeout            = 10
 HTTPThreadSize              = 280000
 HttpPrintWarningsInOutput   = 0
@@ -250,11 +322,34 @@ SQL_QUERY_TIMEOUT  = 0
 SQL_TXN_TIMEOUT    = 0
 
 [SPARQL]
-ResultSetMaxRows           = {max_rows}
-MaxQueryCostEstimationTime = 0
-MaxQueryExecutionTime      = 0
+ResultSetMaxRows           = {s.result_set_max_rows}
+MaxQueryCostEstimationTime = {s.max_query_cost_estimation_time_s}
+MaxQueryExecutionTime      = {s.max_query_execution_time_s}
 DeferInferenceRulesInit    = 0
 """
+
+
+def render_virtuoso_ini(settings: VirtuosoSettings, *, db: Path, load_dir: Path, www: Path, isql_port: int,
+                        http_port: int, http_host: str = "127.0.0.1", purpose: str = "a private server") -> str:
+    """The text of a ``virtuoso.ini`` for ``settings``: the ISQL port always on 127.0.0.1 (the ``dba`` account keeps its
+    default password), the HTTP (SPARQL) port on ``http_host``."""
+    host_note = "127.0.0.1 only" if http_host in ("127.0.0.1", "localhost") else \
+        f"ISQL 127.0.0.1, HTTP {http_host}"
+    return _VIRTUOSO_INI.format(s=settings, db=db, load_dir=load_dir, www=www, isql_port=isql_port,
+                                http_port=http_port, http_host=http_host, purpose=purpose,
+                                memory_gb=settings.memory_gb, host_note=host_note)
+
+
+def run_isql(port: int, command: str, *, cwd: str | os.PathLike[str] | None = None, timeout: float = 600.0) -> str:
+    """Run ``command`` through ``isql-vt`` on the local ISQL ``port`` as ``dba``; a KGError when it fails (isql exits 0
+    on SQL errors, so its output is checked for ``*** Error`` too)."""
+    exe = _binary("isql-vt", "install the Debian package virtuoso-opensource")
+    done = subprocess.run([exe, str(port), "dba", "dba", f"exec={command}"], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    output = done.stdout + done.stderr
+    if done.returncode != 0 or "*** Error" in output:
+        raise KGError(f"Virtuoso isql command failed ({command[:120]}...):\n{output.strip()[-2000:]}")
+    return output
 
 
 class VirtuosoServer(_Server):
@@ -282,14 +377,7 @@ class VirtuosoServer(_Server):
         self.url = ""
 
     def _isql(self, command: str, timeout: float = 600.0) -> str:
-        exe = _binary("isql-vt", "install the Debian package virtuoso-opensource")
-        done = subprocess.run([exe, str(self.isql_port), "dba", "dba", f"exec={command}"], cwd=self.workdir,
-                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-        output = done.stdout + done.stderr
-        # isql exits 0 even on SQL errors; they are reported as "*** Error".
-        if done.returncode != 0 or "*** Error" in output:
-            raise KGError(f"Virtuoso isql command failed ({command[:120]}...):\n{output.strip()[-2000:]}")
-        return output
+        return run_isql(self.isql_port, command, cwd=self.workdir, timeout=timeout)
 
     def _wait_for_isql(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -319,10 +407,11 @@ class VirtuosoServer(_Server):
         while self.http_port == self.isql_port:
             self.http_port = free_port()
         ini = self.workdir / "virtuoso.ini"
-        ini.write_text(_VIRTUOSO_INI.format(
-            db=db, load_dir=self.load_dir, www=www, isql_port=self.isql_port, http_port=self.http_port,
-            buffers=self.buffers, dirty_buffers=max(1000, self.buffers * 3 // 4), max_rows=self.max_rows,
-            max_query_mem="512M"))
+        settings = replace(virtuoso_settings(1.0, cpus=2, result_set_max_rows=self.max_rows),
+                           number_of_buffers=self.buffers, max_dirty_buffers=max(1000, self.buffers * 3 // 4),
+                           max_checkpoint_remap=2000, max_query_mem_mb=512, server_threads=8)
+        ini.write_text(render_virtuoso_ini(settings, db=db, load_dir=self.load_dir, www=www, isql_port=self.isql_port,
+                                           http_port=self.http_port, purpose="a throw-away test server"))
         self.proc = self._spawn([exe, "+foreground", "+configfile", str(ini)])
         self._wait_for_isql()
         if self.files:
