@@ -104,3 +104,20 @@ def test_walking_back_along_a_relation_reaches_the_siblings() -> None:
     nodes, per_hop, last = steering.walk(parse_chain("starred_actors,^starred_actors"))
     assert {graph.node_entity[n] for n in nodes} == {"F2", "F3"} and per_hop == [0.9, 0.8] and len(last) == 2
     assert steering.walk(parse_chain("starred_actors,starred_actors"))[0] == []  # forward again matches nothing
+
+
+def test_end_scores_rank_the_answers_by_their_best_path_along_the_chain() -> None:
+    # A -r1-> B (0.9), C (0.5); B -r2-> X (0.8); C -r2-> Y (0.99): X's path is weakest 0.8, last 0.8; Y's 0.5 and 0.99
+    graph = graph_of([("A", 0, "r1", "B", 1, 0.9, False), ("A", 0, "r1", "C", 1, 0.5, False),
+                      ("B", 1, "r2", "X", 2, 0.8, False), ("C", 1, "r2", "Y", 2, 0.99, False)])
+    scores = ChainSteering(graph).end_scores(parse_chain("r1,r2"))
+    assert scores == {"X": pytest.approx(0.8), "Y": pytest.approx((0.5 * 0.99) ** 0.5)}
+    assert sorted(scores, key=lambda e: -scores[e]) == ["X", "Y"]
+
+
+def test_the_scorers_best_reading_is_followed_first() -> None:
+    steering = ChainSteering(TWO_HOP)
+    pattern = parse_chain("r2")  # e.g. FoG's answer pattern disagrees with the per-hop scores
+    kept = ForesightPruner(steering, top_k=2, min_score=0.02, max_depth=2, pattern=pattern).prune(
+        "q", ["A"], (), [Hop("r1"), Hop("r2")]).value
+    assert [s.hop.relation for s in kept] == ["r2", "r1"]

@@ -10,6 +10,11 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   candidates are ranked by the best reading the chain extended by them reaches within the depth (below), so the
   scorer's foresight decides which branch is tried first; the top k go on CCoR's memory stack
   (:class:`kgqa.steps.explore.RelationExplorer`). ``steering=llm`` uses CCoR's pruner instead (``pruner``).
+* **FoG's reading steers first.** FoG's graph-mode reading of the whole subgraph (the relation pattern of its best
+  answer path, :func:`kgqa.steps.foresight.graph.rank_answers`) is the chain tried first: the pruner puts the hop
+  that continues it on top of the stack, and the judge goes forward along it and finishes at its end, unless a hop
+  fails verification; every other chain is judged by the rule below. The answers of a finished chain are ordered as
+  FoG orders its answers (the best path along the chain to each).
 * **Forward / stop by the scorer** (``judge=scorer``). A chain is read as FoG reads a path, at the level of relations:
   its *value* is the geometric mean of its weakest and its last hop's best propagated triple, times 1 - the best
   triple leading on from its typical end (the median over the entities it reached; an entity a relevant triple leads
@@ -59,7 +64,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
-from kgqa.kg.base import Chain, ChainResult, format_chain
+from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
@@ -67,8 +72,9 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, MethodConfig, Needs
 from kgqa.methods.chain_body import ChainMethod, CoRConfig
 from kgqa.methods.registry import register_method
+from kgqa.steps.answers import presentable
 from kgqa.steps.explore import Action, Judgement
-from kgqa.steps.foresight.graph import Caps, expand
+from kgqa.steps.foresight.graph import Caps, expand, rank_answers
 from kgqa.steps.foresight.loading import ScorerLoader
 from kgqa.steps.foresight.steering import ChainSteering, ForesightPruner, verify_hop
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
@@ -135,6 +141,7 @@ class _Question:
     labels: Any
     sub_goals: list[str]
     constraint: bool
+    pattern: Chain = ()
 
 
 _STATE: ContextVar[_Question | None] = ContextVar("kgqa_chains_question", default=None)
@@ -188,12 +195,17 @@ class Chains(ChainMethod):
         graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, scorer.questions(labels, texts)),
                        hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e, caps=caps)
         scorer.propagate(graph)
+        # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain first.
+        ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),
+                                 within="expanded", combine="min_last", simple=False)
+        pattern = tuple(Hop(rel, Direction.IN if back else Direction.OUT) for rel, back in ranked[0].pattern) \
+            if ranked else ()
         ctx.trace.add("chains.expand", sub_goals=texts, scored=graph.scored, kept=len(graph), cut=dict(graph.cut),
-                      potential=sum(1 for s in graph.scores if s > cfg.tau_p), seconds=round(time.perf_counter()
-                                                                                            - started, 4))
+                      potential=sum(1 for s in graph.scores if s > cfg.tau_p), pattern=format_chain(pattern),
+                      seconds=round(time.perf_counter() - started, 4))
         constraint = cfg.constraint_chain and cfg.constraint_cues and (
             len(present) > 1 or bool(_CONSTRAINT_CUE.search(question.text)))
-        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint))
+        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern))
         return super()._from_topics(question, ctx, present)
 
     def _sub_goals(self, question: Question, ctx: MethodContext) -> list[str]:
@@ -221,7 +233,7 @@ class Chains(ChainMethod):
         if self.config.steering == "llm" or state is None:
             return super()._main_pruner(question, ctx, pruning, topics)
         return ForesightPruner(state.steering, top_k=self.config.top_k, min_score=self.config.min_hop_score,
-                               step="chains.prune", max_depth=self.config.depth_for(question))
+                               step="chains.prune", max_depth=self.config.depth_for(question), pattern=state.pattern)
 
     def _judge_main(self, question: Question, topics: list[str], topic_names: list[str], chain: Chain, waiting: int,
                     ctx: MethodContext) -> Judgement:
@@ -251,6 +263,11 @@ class Chains(ChainMethod):
             if verified is not None and verified < cfg.verify_threshold:
                 action, reason = Action.BACKTRACK, (f"verification: the hop's best triple scores {verified:.3f} against "
                                                     f"its sub-goal, below {cfg.verify_threshold}")
+            elif tuple(chain) == state.pattern:
+                action = Action.CONSTRAINT if state.constraint else Action.STOP
+                reason = "the chain is the scorer's best reading of the subgraph (FoG's answer pattern)"
+            elif len(chain) < len(state.pattern) and tuple(chain) == state.pattern[: len(chain)]:
+                action, reason = Action.FORWARD, "the chain is a prefix of the scorer's best reading of the subgraph"
             elif reading.beyond > reading.here:
                 action, reason = Action.FORWARD, (f"an extension reads {reading.beyond:.3f}, better than stopping here "
                                                   f"({reading.here:.3f})")
@@ -276,6 +293,17 @@ class Chains(ChainMethod):
             truncated = truncated or any(len(xs) >= limit for xs in found.values()) or len(reached) > limit
             frontier = reached[:limit]
         return ChainResult(frontier, None, truncated)
+
+    def _structured(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
+                    constraint: Any, final: list[str]) -> Prediction:
+        """CCoR's structured answer, the answers in the scorer's order (the best path along the chain to each, as FoG
+        ranks its answers); entities the expansion did not keep follow in the KG's order."""
+        state = _STATE.get()
+        if state is not None and len(final) > 1:
+            scores = state.steering.end_scores(main)
+            final = sorted(final, key=lambda e: -scores.get(e, -1.0))
+            ctx.trace.add("chains.rank", ranked=sum(1 for e in final if e in scores), of=len(final))
+        return super()._structured(question, ctx, topics, main, constraint, final)
 
     # -- the call budget ---------------------------------------------------------------------------------------------
 

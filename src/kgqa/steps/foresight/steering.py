@@ -146,6 +146,29 @@ class ChainSteering:
         mid = len(conts) // 2
         return conts[mid] if len(conts) % 2 else (conts[mid - 1] + conts[mid]) / 2
 
+    def end_scores(self, chain: Chain) -> dict[str, float]:
+        """For each entity ``chain`` reaches in the subgraph, the best path to it along the chain, scored as FoG scores
+        an answer path (the geometric mean of its weakest and its last triple): the scorer's order of the answers."""
+        best: dict[int, tuple[float, float]] = {n: (1.0, 1.0) for n in self._seeds}  # node -> (weakest, last)
+        for hop in chain:
+            step: dict[int, tuple[float, float]] = {}
+            for n, (weakest, _) in best.items():
+                for e in self._out.get(n, ()):
+                    if not self._matches(e, hop):
+                        continue
+                    score = self.graph.scores[e]
+                    candidate = (min(weakest, score), score)
+                    far = self.graph.far[e]
+                    held = step.get(far)
+                    if held is None or (candidate[0] * candidate[1]) > (held[0] * held[1]):
+                        step[far] = candidate
+            best = step
+        out: dict[str, float] = {}
+        for n, (weakest, last) in best.items():
+            entity = self.graph.node_entity[n]
+            out[entity] = max(out.get(entity, 0.0), (weakest * last) ** 0.5)
+        return out
+
     def best_edges(self, edges: Sequence[int], limit: int) -> list[int]:
         """The ``limit`` best-scored of ``edges`` (propagated scores), best first."""
         return sorted(edges, key=lambda e: -self.graph.scores[e])[:limit]
@@ -179,9 +202,12 @@ class ForesightPruner:
     """
 
     def __init__(self, steering: ChainSteering, *, top_k: int, min_score: float, step: str = "prune",
-                 max_depth: int = 0) -> None:
+                 max_depth: int = 0, pattern: Chain = ()) -> None:
         self.steering = steering
         self.max_depth = max_depth
+        #: The scorer's best reading of the whole subgraph (FoG's answer pattern): the hop that continues it is tried
+        #: first while the chain is a prefix of it.
+        self.pattern = tuple(pattern)
         self.top_k = top_k
         self.min_score = min_score
         self.step = step
@@ -192,8 +218,10 @@ class ForesightPruner:
         ahead = self.steering.hop_scores(chain, candidates, depth_left=max(0, self.max_depth - len(chain) - 1),
                                          floor=self.min_score)
         # Followed only when the scorer kept one of its triples; ranked by the best reading the hop leads to.
+        following = (self.pattern[len(chain)] if len(chain) < len(self.pattern)
+                     and tuple(chain) == self.pattern[: len(chain)] else None)
         order = sorted((i for i in range(len(candidates)) if direct[i] > self.min_score),
-                       key=lambda i: (-ahead[i], -direct[i]))
+                       key=lambda i: (candidates[i] != following, -ahead[i], -direct[i]))
         kept = [ScoredHop(candidates[i], ahead[i]) for i in order][: self.top_k]
         scores = direct
         if trace is not None:
