@@ -98,7 +98,7 @@ def test_a_second_topic_makes_a_constraint_and_the_call_budget_holds(kit_scorer_
     policy = by_step({"chains.constraint_init": {"constraint_query": "Which of these films star Leonardo DiCaprio?",
                                                  "source_position": 1}})
     ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
-    pred = solve(chains(kit_scorer_dir, max_calls=1),
+    pred = solve(chains(kit_scorer_dir, max_calls=1, mention_constraint=False),
                  question(text, NOLAN, ("m.dicaprio", "Leonardo DiCaprio")), ctx)
     assert model.calls == 1
     assert any(h["action"] == "constraint" for h in events(pred, "chains.hop"))
@@ -125,3 +125,14 @@ def test_the_llm_options_use_ccors_pruner_and_judge(kit_scorer_dir: Path) -> Non
     steps = recorder.by_step()
     assert steps["chains.prune"].calls == 1 and steps["chains.reason"].calls == 1
     assert not events(pred, "chains.hop")  # the scorer judged nothing
+
+
+def test_a_second_topic_is_checked_on_the_graph_before_the_llm_is_asked(kit_scorer_dir: Path) -> None:
+    kg = shared_movie_kg()
+    ctx, model, _ = context(kg, by_step({}), embedder=offline_embedder(64))  # any call would fail the policy
+    pred = solve(chains(kit_scorer_dir), question("Which films directed by Christopher Nolan star Leonardo DiCaprio?",
+                                                  NOLAN, ("m.dicaprio", "Leonardo DiCaprio")), ctx)
+    assert model.calls == 0
+    (check,) = events(pred, "chains.mention_constraint")
+    assert check["kept"] < check["of"]
+    assert pred.grounding == "structured" and pred.names == ["Inception"]

@@ -64,7 +64,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
-from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain
+from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain, is_literal, literal_value
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
@@ -83,6 +83,8 @@ from kgqa.steps.reply import BudgetedModel, ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.chains")
 #: Words of a question that ask for a constraint the scorer cannot check (a year, an ordering, a comparison).
+#: A year or number written in the question (a constraint value the graph can check without the LLM).
+_NUMBER_MENTION = re.compile(r"\b\d{4}\b")
 _CONSTRAINT_CUE = re.compile(r"\b(1[5-9]\d\d|20\d\d|first|last|latest|earliest|oldest|youngest|largest|biggest|"
                              r"smallest|highest|lowest|most|least|before|after|during|since|until)\b", re.I)
 
@@ -115,6 +117,10 @@ class ChainsConfig(CoRConfig):
     constraint_cues: bool = Field(default=True, description="a finished chain is Constraint when the question has a "
                                                             "second topic or a year/ordering word")
     max_calls: int = Field(default=3, ge=1, description="LLM calls per question at most (re-asks count)")
+    mention_constraint: bool = Field(default=True, description="check a constraint on the graph first: keep the "
+                                     "candidates whose path touches another topic entity or a year the question names")
+    max_mention_paths: int = Field(default=500, ge=1, description="chain paths (and their entities) the graph-side "
+                                                                 "constraint check reads")
     seed_fanout: int = Field(default=2000, ge=1, description="expansion: neighbours per (entity, relation) at a topic")
     fanout: int = Field(default=200, ge=1, description="expansion: neighbours per (entity, relation) further out")
     max_frontier: int = Field(default=500, ge=1, description="expansion: frontier nodes per layer")
@@ -145,6 +151,15 @@ class _Question:
 
 
 _STATE: ContextVar[_Question | None] = ContextVar("kgqa_chains_question", default=None)
+
+
+def _around(kg: Any, node: str, limit: int = 50) -> list[str]:
+    """The neighbours of ``node`` over every relation, both directions, at most ``limit`` per relation."""
+    out: list[str] = []
+    for direction in (Direction.OUT, Direction.IN):
+        for relation in kg.relations(node, direction):
+            out += kg.neighbors(node, relation, direction, limit=limit)
+    return out
 
 
 def _spent(budget: int) -> LLMError:
@@ -309,11 +324,53 @@ class Chains(ChainMethod):
 
     def _constraint(self, question: Question, ctx: MethodContext, topics: list[str], topic_names: list[str],
                     main: Chain, candidates: list[str], pruning: PruningConfig, others: list[str]) -> Prediction:
+        if self.config.mention_constraint:
+            kept = self._by_mention(question, ctx, topics, main, others)
+            if kept:
+                return self._structured(question, ctx, topics, main, None, kept)
         try:
             return super()._constraint(question, ctx, topics, topic_names, main, candidates, pruning, others)
         except LLMError as exc:
             ctx.trace.add("chains.constraint_unchecked", cause=f"{type(exc).__name__}: {exc}")
             return self._structured(question, ctx, topics, main, None, candidates)
+
+    def _by_mention(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
+                    others: list[str]) -> list[str]:
+        """The graph-side constraint check, before the LLM's: the candidates on a path of the main chain one of whose
+        entities is linked to what the question names besides its topic (another topic entity, or a year or number
+        written in the question, as a value or in a name). Empty when nothing is named or nothing (or everything)
+        passes, so the constraint goes on to CCoR's constraint chain."""
+        numbers = set(_NUMBER_MENTION.findall(question.text))
+        wanted = set(others)
+        if not numbers and not wanted:
+            return []
+        result = ctx.kg.run_chain(topics, main, bindings=True, limit=self.config.max_candidates,
+                                  max_paths=self.config.max_mention_paths)
+        nodes = list(dict.fromkeys(n for path in (result.paths or []) for n in path[1:]))[: self.config.max_mention_paths]
+        linked: set[str] = set()
+        for node in nodes:
+            if is_literal(node):
+                if any(literal_value(node).startswith(n) for n in numbers):
+                    linked.add(node)
+                continue
+            neighbours = _around(ctx.kg, node)
+            names = ctx.kg.names([n for n in neighbours if not is_literal(n)])
+            # through a nameless mediator (CVT) node one step further: a film's cast is film -> performance -> actor
+            mediators = [n for n in neighbours if not is_literal(n) and not names.get(n)][:20]
+            for mediator in mediators:
+                neighbours += _around(ctx.kg, mediator)
+            names = ctx.kg.names([n for n in neighbours if not is_literal(n)])
+            for n in neighbours:
+                text = literal_value(n) if is_literal(n) else (names.get(n) or "")
+                if n in wanted or any(text.startswith(x) or f" {x}" in text for x in numbers if text):
+                    linked.add(node)
+                    break
+        final = list(dict.fromkeys(path[-1] for path in (result.paths or []) if any(n in linked for n in path[1:])))
+        ctx.trace.add("chains.mention_constraint", named=sorted(numbers) + [str(o) for o in others], nodes=len(nodes),
+                      linked=len(linked), kept=len(final), of=len(result.entities))
+        if not final or len(final) >= len(result.entities):
+            return []
+        return final
 
     def _global_filter(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,
                        candidates: list[str], cause: str) -> Prediction:
