@@ -48,3 +48,71 @@ def test_readme_ask_example_answers_offline_from_the_kg(tmp_path: Path, local_mo
     saved = json.loads(trace.read_text(encoding="utf-8"))
     assert ["m.0demo_inception", "film.film.directed_by", "m.0demo_christopher_nolan"] in saved["evidence"]
     assert any(event["step"] == "main.decision" for event in saved["trace"])
+
+
+# -- error paths: exit 2 and one line naming the input, never a traceback (issue 16) ----------------------------------
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No KGQA_* variable or config file of the caller; a cache of the test's own."""
+    from kgqa import config
+
+    for name in list(os.environ):
+        if name.startswith("KGQA_"):
+            monkeypatch.delenv(name)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    monkeypatch.setenv("KGQA_CONFIG", str(empty))
+    monkeypatch.setenv("KGQA_CACHE_DIR", str(tmp_path / "cache"))
+    config._file_values.cache_clear()
+    yield tmp_path
+    config._file_values.cache_clear()
+
+
+ASK_ERRORS = [
+    pytest.param(["Who?", "--method", "no-such-method"], r"unknown method 'no-such-method'; known methods: .*\bio\b",
+                 id="unknown method"),
+    pytest.param(["Who?", "--method", ""], r"unknown method ''", id="empty method"),
+    pytest.param(["Who directed Inception?", "--kg", "/no/such/kg"], r"KG '/no/such/kg' is neither 'demo'",
+                 id="missing KG directory"),
+    pytest.param(["Who directed Inception?", "--kg", "ftp://example.org/kg"], r"KG 'ftp://example.org/kg' is neither",
+                 id="KG of no known kind"),
+    pytest.param(["Who directed Inception?", "--kg", "http://"], r"'http://' is not an http\(s\) URL",
+                 id="malformed endpoint URL"),
+    pytest.param(["Who?", "--method", "io", "--llm", "no-such-backend:model"], r"model spec 'no-such-backend:model'",
+                 id="unknown LLM backend"),
+    pytest.param(["Who?", "--method", "io", "--llm", ""], r"the model spec is empty", id="empty LLM spec"),
+    pytest.param(["Who?", "--method", "io", "--llm", "openai:"], r"model spec 'openai:' is malformed",
+                 id="malformed LLM spec"),
+    pytest.param(["Who?", "--method", "io", "--llm", "scripted:/no/such/rules.jsonl"],
+                 r"scripted model file /no/such/rules\.jsonl does not exist", id="missing scripted rules"),
+    pytest.param(["Who directed Inception?", "--kg", "demo", "--llm", "no-such-backend:x"],
+                 r"model spec 'no-such-backend:x'", id="unknown LLM backend with a KG method"),
+    pytest.param([""], r"the question is empty", id="empty question"),
+    pytest.param(["  \t "], r"the question is empty", id="blank question"),
+    pytest.param(["Who?", "--method", "io", "--method-config", "no_such_key=1"], r"'no_such_key' is not a setting",
+                 id="unknown method setting"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), ASK_ERRORS)
+def test_ask_error_paths_exit_2_with_one_line(isolated: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                              message: str) -> None:
+    from kgqa.cli import main
+
+    code = main(["ask", *args])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("kgqa: error: "), err
+    assert re.search(message, err), err
+    assert "Traceback" not in err
+
+
+def test_ask_error_from_the_console_script_is_one_line(isolated: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kgqa", "ask", "Who?", "--method", "no-such-method"],
+                          capture_output=True, text=True, env=dict(os.environ), timeout=120, cwd=isolated)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "unknown method 'no-such-method'" in proc.stderr

@@ -72,6 +72,38 @@ def test_empty_prediction_scores_zero_under_both_rules() -> None:
             assert (result.hit1, result.hit, result.precision, result.recall, result.f1) == (0, 0, 0, 0, 0)
 
 
+def test_a_wrong_id_without_a_name_scores_zero_under_both_rules() -> None:
+    # A nameless prediction has an empty legacy key, and "" is a substring of every gold name: a substring rule that
+    # forgot the empty key would give a wrong id without a name legacy Hits@1 = 1.0 (issue 16's mutation check).
+    wrong = AnswerItem(id="m.0wrong")
+    for golds in ([gold("Paris", "m.05qtj")], [gold("Paris")], [gold("Paris", "Q90")], [gold("Paris", "Paris")]):
+        for answers in ([wrong], [AnswerItem(id="m.0wrong", name="  ")], [AnswerItem(id="Q0wrong")],
+                        [AnswerItem(id="http://rdf.freebase.com/ns/m.0wrong")]):
+            for legacy in (False, True):
+                result = match_answers(golds, answers, legacy=legacy)
+                assert (result.hit1, result.hit, result.precision, result.recall, result.f1) == (0, 0, 0, 0, 0), \
+                    (golds, answers, legacy)
+    # The runner's path: a prediction whose answers are (id, None) pairs.
+    score = score_prediction(question(gold("Paris", "m.05qtj")), Prediction(answers=[("m.0wrong", None)]))
+    assert (score.hit1, score.hit, score.f1, score.legacy_hit1, score.legacy_hit, score.legacy_f1) == (0,) * 6
+    # Not vacuous: the right id without a name is right under both rules, and ranked second it is a hit, not a hit@1.
+    for legacy in (False, True):
+        assert match_answers([gold("Paris", "m.05qtj")], [AnswerItem(id="m.05qtj")], legacy=legacy).hit1 == 1.0
+        second = match_answers([gold("Paris", "m.05qtj")], [wrong, AnswerItem(id="m.05qtj")], legacy=legacy)
+        assert (second.hit1, second.hit, second.precision) == (0.0, 1.0, 0.5)
+
+
+def test_only_a_well_formed_wikidata_id_is_compared_as_one() -> None:
+    golds = [gold("Paris", "Q90")]
+    # Not Wikidata ids (no digits, a leading zero, lower case, a suffix): ids of different kinds are not comparable,
+    # so the name decides, and it matches.
+    for malformed in ("Q", "Q0", "Q007", "q90", "Q90x", "Q٩٠"):
+        assert match_answers(golds, [AnswerItem(id=malformed, name="Paris")]).hit1 == 1.0, malformed
+    # A well-formed one decides on its own, whatever the name says.
+    assert match_answers(golds, [AnswerItem(id="Q91", name="Paris")]).hit1 == 0.0
+    assert match_answers(golds, [AnswerItem(id="wd:Q90", name="Lyon")]).hit1 == 1.0
+
+
 def test_unicode_accents_case_punctuation_articles() -> None:
     assert match_answers([gold("Amélie")], ["AMELIE"]).hit1 == 1.0
     assert match_answers([gold("Björk")], ["bjork"]).hit1 == 1.0

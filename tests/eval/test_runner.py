@@ -134,9 +134,32 @@ def snapshot(run_dir: Path) -> dict[str, bytes]:
 # Through the CLI, on real MetaQA questions
 
 
+# A plugin module (the config key `plugins`) that holds every scripted model call after the first GATE_AFTER until the
+# file GATE_FILE exists: a run under it cannot finish before the test has seen its state and killed it.
+GATE_PLUGIN = """
+import os, threading, time
+from kgqa.llm.scripted import ScriptedModel
+
+_after, _gate = int(os.environ["GATE_AFTER"]), os.environ["GATE_FILE"]
+_lock, _calls, _complete = threading.Lock(), [0], ScriptedModel._complete
+
+
+def _gated(self, messages, params):
+    with _lock:
+        _calls[0] += 1
+        held = _calls[0] > _after
+    while held and not os.path.exists(_gate):
+        time.sleep(0.01)
+    return _complete(self, messages, params)
+
+
+ScriptedModel._complete = _gated
+"""
+
+
 def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path: Path, data_dir: Path,
                                                                   questions: list[Question]) -> None:
-    n = 600
+    n, held_after = 600, 40
     rules = write_rules(tmp_path / "rules.jsonl", questions[:n])
     env = _env(tmp_path, data_dir)
     reference, crashed = tmp_path / "reference", tmp_path / "crashed"
@@ -144,27 +167,39 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path: Path
     done = kgqa(eval_args(rules, reference, n, "--no-report"), cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
 
+    # The crashed run answers 40 questions (io: one model call each), then every call waits for a gate that stays
+    # closed: it is alive, mid-run, with two workers inside the model, whatever the machine's speed.
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "kgqa_test_gate.py").write_text(GATE_PLUGIN, encoding="utf-8")
+    gate = tmp_path / "gate-open"
+    gated = {**env, "KGQA_PLUGINS": "kgqa_test_gate", "GATE_AFTER": str(held_after), "GATE_FILE": str(gate),
+             "PYTHONPATH": str(plugins) + os.pathsep + env["PYTHONPATH"]}
     proc = subprocess.Popen([sys.executable, "-m", "kgqa", *eval_args(rules, crashed, n, "--workers", "2",
                                                                       "--no-report")],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            cwd=tmp_path, env=gated, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     results = crashed / RESULTS_FILE
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if results.exists() and results.read_bytes().count(b"\n") >= 40:
+            if results.exists() and results.read_bytes().count(b"\n") >= held_after:
                 break
             time.sleep(0.005)
         assert proc.poll() is None, "the run ended before it could be killed: " + proc.stderr.read().decode()[-500:]
+        assert results.read_bytes().count(b"\n") >= held_after, "the run did not reach the gate in 300 s"
         proc.send_signal(signal.SIGKILL)
     finally:
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=60)
         proc.stderr.close()  # type: ignore[union-attr]
     assert proc.returncode == -signal.SIGKILL
     written = results.read_bytes().count(b"\n")
-    assert 40 <= written < n
+    assert written == held_after
     assert not (crashed / "summary.json").exists()  # the run really died before its end
 
-    resumed = kgqa(eval_args(rules, crashed, n, "--workers", "2", "--resume", "--no-report"), cwd=tmp_path, env=env)
+    gate.touch()  # the resumed run (same plugin, same settings) is not held
+    resumed = kgqa(eval_args(rules, crashed, n, "--workers", "2", "--resume", "--no-report"), cwd=tmp_path, env=gated)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{written} finished before" in resumed.stdout
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -188,3 +189,104 @@ def test_label_search_finds_ambiguous_names(kg: EmbeddedKG) -> None:
     assert {m.id for m in kg.search("London")} == {"m.0demo_london", "m.0demo_london_ontario"}
     assert {m.id for m in kg.search("dune")} == {"m.0demo_dune_2021", "m.0demo_dune_1984"}
     assert [m.id for m in kg.search("Alejandro Gonzalez Inarritu")] == ["m.0demo_alejandro_gonzalez_inarritu"]
+
+
+# -- the cached copy that `open_kg("demo")` opens (issue 16: its rebuild was untested) --------------------------------
+
+
+@pytest.fixture
+def demo_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache directory of this test's own, and no user config file."""
+    from kgqa import config
+
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    monkeypatch.setenv("KGQA_CONFIG", str(empty))
+    monkeypatch.setenv("KGQA_CACHE_DIR", str(tmp_path / "cache"))
+    config._file_values.cache_clear()
+    yield tmp_path / "cache"
+    config._file_values.cache_clear()
+
+
+def _answers_the_demo(kg: EmbeddedKG) -> None:
+    assert kg.stats().triples == len(set(read_triples()))
+    assert kg.run_chain(["m.0demo_inception"], parse_chain("film.film.directed_by")).entities == \
+        ["m.0demo_christopher_nolan"]
+    assert kg.names(["m.0demo_christopher_nolan"]) == {"m.0demo_christopher_nolan": "Christopher Nolan"}
+
+
+def test_the_demo_kg_is_built_once_into_the_cache_and_then_reused(demo_cache: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgqa.kg import demo, open_kg
+
+    target = demo.demo_kg_dir()
+    assert target.parent == demo_cache and not target.exists()
+    _answers_the_demo(demo.open_demo_kg())
+    assert (target / "kgqa-embedded.json").is_file()
+    written = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
+
+    def no_rebuild(out_dir: Path) -> EmbeddedKG:
+        raise AssertionError(f"rebuilt a sound cached demo KG in {out_dir}")
+
+    monkeypatch.setattr(demo, "build_demo_kg", no_rebuild)
+    reopened = open_kg("demo")
+    assert demo.is_demo_kg(reopened)
+    _answers_the_demo(reopened)
+    assert {p.name: p.stat().st_mtime_ns for p in target.iterdir()} == written
+
+
+def _damage(target: Path, how: str) -> None:
+    meta = target / "kgqa-embedded.json"
+    if how == "no metadata":  # a build cut short before its last file
+        meta.unlink()
+    elif how == "metadata not JSON":
+        meta.write_text("{ half a file", encoding="utf-8")
+    elif how == "another format":
+        payload = json.loads(meta.read_text(encoding="utf-8"))
+        payload["format_version"] = -1
+        meta.write_text(json.dumps(payload), encoding="utf-8")
+    elif how == "array missing":
+        (target / "out.pair_key.npy").unlink()
+    elif how == "array damaged":
+        (target / "nodes.hash.npy").write_bytes(b"\x93NUMPY garbage")
+    elif how == "names lost":
+        (target / "names.off.npy").write_bytes((target / "names.off.npy").read_bytes()[:200])
+    elif how == "empty directory":
+        shutil.rmtree(target)
+        target.mkdir()
+
+
+@pytest.mark.parametrize("how", ["no metadata", "metadata not JSON", "another format", "array missing",
+                                 "array damaged", "names lost", "empty directory"])
+def test_a_damaged_cached_demo_kg_is_rebuilt(demo_cache: Path, how: str) -> None:
+    from kgqa.kg import demo, open_kg
+
+    target = demo.open_demo_kg().directory
+    _damage(target, how)
+    rebuilt = open_kg("demo")
+    assert rebuilt.directory == target
+    _answers_the_demo(rebuilt)
+    assert json.loads((target / "kgqa-embedded.json").read_text())["format_version"] == demo.FORMAT_VERSION
+
+
+def test_a_new_store_format_or_new_demo_data_builds_a_fresh_copy(demo_cache: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgqa.kg import demo
+
+    first = demo.open_demo_kg().directory
+    monkeypatch.setattr(demo, "FORMAT_VERSION", demo.FORMAT_VERSION + 1)
+    assert demo.demo_kg_dir() != first  # a kgqa writing another format never opens the old copy
+    monkeypatch.setattr(demo, "FORMAT_VERSION", demo.FORMAT_VERSION - 1)
+    # Demo files that changed (a new kgqa release) build their own copy, with the new triple in it.
+    edited = tmp_path / "demo"
+    edited.mkdir()
+    for name in ("triples.tsv", "names.tsv", "questions.jsonl"):
+        (edited / name).write_bytes((DEMO / name).read_bytes())
+    with (edited / "triples.tsv").open("a", encoding="utf-8") as fh:
+        fh.write("m.0demo_inception\tfilm.film.edited_by\tm.0demo_christopher_nolan\n")
+    files = {"triples": edited / "triples.tsv", "names": edited / "names.tsv", "questions": edited / "questions.jsonl"}
+    monkeypatch.setattr(demo, "demo_files", lambda: files)
+    fresh = demo.open_demo_kg()
+    assert fresh.directory != first and first.is_dir()
+    assert fresh.run_chain(["m.0demo_inception"], parse_chain("film.film.edited_by")).entities == \
+        ["m.0demo_christopher_nolan"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kgqa.errors import KGError
 from kgqa.kg.base import ConstraintChain, Direction, Hop, make_literal, parse_chain
 from kgqa.kg.embedded import EmbeddedKG
+from kgqa.kg.schema import check_iri
 from kgqa.kg.sparql import SparqlKG, ensure_read_only, sparql_string
 
 if TYPE_CHECKING:  # conftest is not importable as a module at run time (tests/ is not a package)
@@ -166,6 +167,137 @@ def test_guard_refuses_anything_but_select_and_ask(query: str) -> None:
 ])
 def test_guard_accepts_reads_with_keywords_in_iris_literals_variables_and_comments(query: str) -> None:
     ensure_read_only(query)
+
+
+# -- id grammars: an id the schema accepts is compiled into a query without an IRI check ------------------------------
+
+WIKIDATA_ENTITY_NEAR_MISSES = ["Q", "Q0", "Q007", "Q0x", "Q42x", "q5", "Q-1", "Q 42", " Q42", "Q42 ", "Q42\n", "\nQ42",
+                               "Q٤٢", "Q４２", "Q42.5", "P31", "L7", "wd:Q42", "Q42>", "wds:", "wds:a b", "wds:a\n",
+                               "wds:a>", ""]
+WIKIDATA_RELATION_NEAR_MISSES = ["wdt:P", "wdt:P0", "wdt:P031", "wdt:p31", "wdt:Q31", "wdt:P31\n", "P31", "wdt:P31 ",
+                                 "rdfs:label", "wdtx:P31", "wdt:P٣١", ""]
+FREEBASE_NEAR_MISSES = ["m.", "m.0abc\n", "m.0ABC", "x.0abc", "m0abc", "m.0a b", "m.0a>", "m.0a}"]
+FREEBASE_RELATION_NEAR_MISSES = ["film.film.directed_by\n", "film", "film..directed_by", "film.film directed_by",
+                                 "film.film.directed_by>", ".film.film"]
+
+
+@pytest.mark.parametrize("entity", WIKIDATA_ENTITY_NEAR_MISSES)
+def test_wikidata_entity_grammar_refuses_near_misses(entity: str) -> None:
+    from kgqa.kg.schema import get_schema
+
+    schema = get_schema("wikidata")
+    assert not schema.is_valid_entity(entity)
+    try:
+        iri = schema.entity_iri(entity)
+    except KGError:
+        return
+    assert check_iri(iri) == iri  # anything else is percent-encoded into a valid IRI, never written as is
+
+
+@pytest.mark.parametrize("relation", WIKIDATA_RELATION_NEAR_MISSES)
+def test_wikidata_relation_grammar_refuses_near_misses(relation: str) -> None:
+    from kgqa.kg.schema import get_schema
+
+    assert not get_schema("wikidata").is_valid_relation(relation)
+
+
+@pytest.mark.parametrize("entity", FREEBASE_NEAR_MISSES)
+def test_freebase_grammar_refuses_near_misses(entity: str) -> None:
+    from kgqa.kg.schema import FREEBASE_ID_RE, get_schema
+
+    schema = get_schema("freebase")
+    assert not schema.is_valid_entity(entity) and FREEBASE_ID_RE.match(entity) is None
+
+
+@pytest.mark.parametrize("relation", FREEBASE_RELATION_NEAR_MISSES)
+def test_freebase_relation_grammar_refuses_near_misses(relation: str) -> None:
+    from kgqa.kg.schema import get_schema
+
+    schema = get_schema("freebase")
+    assert not schema.is_valid_relation(relation)
+    assert "\n" not in schema.relation_iri(relation)
+
+
+def test_id_grammars_accept_the_real_forms() -> None:
+    from kgqa.kg.schema import get_schema
+
+    wikidata, freebase = get_schema("wikidata"), get_schema("freebase")
+    for entity in ("Q42", "Q1", "Q1234567890", "wds:Q42-31a4f8e2-4f4d-bc5b-0d1e9f0d5f1b",
+                   "wds:Q42$31A4F8E2-4F4D-BC5B-0D1E9F0D5F1B"):
+        assert wikidata.is_valid_entity(entity), entity
+        assert check_iri(wikidata.entity_iri(entity))
+    for relation in ("wdt:P31", "p:P6", "ps:P569", "pq:P580", "wdt:P1"):
+        assert wikidata.is_valid_relation(relation), relation
+    for entity in ("m.0abc", "m.0d_nolan", "g.11b6d2_x9"):
+        assert freebase.is_valid_entity(entity), entity
+    assert freebase.is_valid_relation("film.film.directed_by")
+
+
+# -- federated queries (issue 16, finding 8): SERVICE makes the endpoint fetch a URL of the query's choosing ----------
+
+SERVICE_QUERIES = [
+    "SELECT * WHERE { SERVICE <http://169.254.169.254/latest/meta-data/> { ?s ?p ?o } }",
+    "select * where { service <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
+    "SELECT * WHERE { SERVICE SILENT <http://internal.example/sparql> { ?s ?p ?o } }",
+    "SELECT * WHERE { ?e ?q ?url . SERVICE ?url { ?s ?p ?o } }",  # an endpoint read from the data
+    "SELECT * WHERE { ?s ?p ?o .SERVICE<http://x.example/>{ ?a ?b ?c } }",  # no space around the keyword
+    "SELECT * WHERE { SERVICE# a comment\n<http://x.example/> { ?s ?p ?o } }",
+    "PREFIX ex: <http://x.example/> SELECT * WHERE { SERVICE ex:sparql { ?s ?p ?o } }",
+    "SELECT * WHERE { SERV\\u0049CE <http://x.example/> { ?s ?p ?o } }",  # spelt with a codepoint escape
+    "ASK { SERVICE <http://x.example/> { ?s ?p ?o } }",
+]
+
+
+@pytest.mark.parametrize("query", SERVICE_QUERIES)
+def test_guard_refuses_federated_queries_unless_allowed(query: str) -> None:
+    with pytest.raises(KGError, match=r"refusing to send a federated query \(SERVICE\).*allow_service=True"):
+        ensure_read_only(query)
+    ensure_read_only(query, allow_service=True)
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT ?service WHERE { ?service <http://example.org/SERVICE> ?o }",
+    'SELECT ?s WHERE { ?s ?p "SERVICE <http://x.example/> { }" }',
+    "SELECT ?s WHERE { ?s ?p 'service' }",
+    "# SERVICE <http://x.example/> in a comment\nSELECT ?s WHERE { ?s ?p ?o }",
+    "PREFIX ex: <http://example.org/> SELECT ?s WHERE { ?s ex:service ?o }",
+    "PREFIX service: <http://example.org/> SELECT ?s WHERE { ?s service:p ?o }",
+    "SELECT ?s WHERE { ?s ?p " + sparql_string("x SERVICE <http://x.example/> { }") + " }",
+])
+def test_guard_accepts_service_as_a_word_inside_names_strings_and_comments(query: str) -> None:
+    ensure_read_only(query)
+
+
+@pytest.mark.parametrize("query", [
+    "INS\\u0045RT DATA { <http://a> <http://b> <http://c> }",
+    "SELECT * WHERE { ?s ?p ?o } ; \\u0044ROP ALL",
+    "\\U00000044ROP ALL",
+])
+def test_guard_reads_codepoint_escapes_as_the_server_does(query: str) -> None:
+    with pytest.raises(KGError, match="refusing"):
+        ensure_read_only(query)
+
+
+def test_sparql_kg_refuses_service_before_sending_unless_opened_with_allow_service(
+        fault_proxy: Callable[..., FaultProxy]) -> None:
+    proxy = fault_proxy()
+    query = "SELECT ?s WHERE { SERVICE SILENT <http://127.0.0.1:9/sparql> { ?s ?p ?o } } LIMIT 1"
+    kg = SparqlKG(proxy.url, "freebase")
+    allowed = SparqlKG(proxy.url, "freebase", allow_service=True)
+    try:
+        with pytest.raises(KGError, match=r"federated query \(SERVICE\)"):
+            kg.select(query)
+        assert proxy.requests == 0
+        try:
+            allowed.select(query)
+        except KGError as exc:  # whatever the server makes of it: the point is that it was sent
+            assert "refusing" not in str(exc)
+        assert proxy.requests == 1 and b"SERVICE" in proxy.bodies[0]
+        # Compiled queries never need it and still pass.
+        assert kg.relations("m.e001")
+    finally:
+        kg.close()
+        allowed.close()
 
 
 def test_mutating_text_is_refused_before_sending(fault_proxy: Callable[..., FaultProxy]) -> None:

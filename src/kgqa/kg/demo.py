@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from importlib import resources
 from pathlib import Path
 
 from kgqa import config
-from kgqa.kg.embedded import FORMAT_VERSION, META_FILE, EmbeddedKG, EmbeddedKGBuilder
+from kgqa.errors import KGQAError
+from kgqa.kg.embedded import FORMAT_VERSION, EmbeddedKG, EmbeddedKGBuilder
 
 DEMO_PACKAGE = "kgqa.data.demo"
 
@@ -27,12 +29,37 @@ def build_demo_kg(out_dir: Path) -> EmbeddedKG:
 
 
 def open_demo_kg() -> EmbeddedKG:
-    """Open the demo KG, building it once per content version into ``<cache_dir>/demo-kg-<digest>``."""
-    # The store's format version is part of the digest, so a kgqa that writes a new format builds a fresh copy.
+    """Open the demo KG, building it once per content version into ``<cache_dir>/demo-kg-<digest>``.
+
+    The store's format version is part of the digest, so a kgqa that writes a new format builds a fresh copy. A cached
+    copy that does not open and answer (a build cut short, a file lost or damaged, another format) is built again.
+    """
     target = demo_kg_dir()
-    if (target / META_FILE).is_file():
-        return EmbeddedKG.open(target)
-    return build_demo_kg(target)
+    if target.exists():
+        kg = _open_sound(target)
+        if kg is not None:
+            return kg
+        shutil.rmtree(target, ignore_errors=True)
+    try:
+        return build_demo_kg(target)
+    except OSError:
+        kg = _open_sound(target)  # another process built it at the same moment (its rename won)
+        if kg is None:
+            raise
+        return kg
+
+
+def _open_sound(target: Path) -> EmbeddedKG | None:
+    """The cached demo KG if it opens and finds the first head of the demo triples by id and name, else None."""
+    with demo_files()["triples"].open(encoding="utf-8") as fh:
+        probe = fh.readline().split("\t", 1)[0]
+    try:
+        kg = EmbeddedKG.open(target)
+        if kg.has_entity(probe) and kg.names([probe]).get(probe) and kg.relations(probe):
+            return kg
+    except (KGQAError, OSError, ValueError, KeyError, IndexError, TypeError):
+        pass
+    return None
 
 
 def demo_kg_dir() -> Path:

@@ -52,8 +52,8 @@ class Schema:
     #: Relations whose object is a type (class) node: entity linking never links such a node (rdf:type always counts).
     type_relations: tuple[str, ...] = ()
     #: Ids matching this grammar are safe to compile without an IRI check; anything else must be a valid IRI.
-    entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x1f]+$"))
-    relation_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x20]+$"))
+    entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x1f]+\Z"))
+    relation_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x20]+\Z"))
 
     # -- vocabulary ----------------------------------------------------------------------------------------------
 
@@ -62,11 +62,13 @@ class Schema:
         return (relation in self.noise_exact or relation.startswith(self.noise_prefixes)
                 or any(s in relation for s in self.noise_substrings))
 
+    # The grammars end in \Z, not $: "$" also matches before a final newline, which would let "Q42\n" through as an id
+    # that needs no IRI check. fullmatch holds a schema of someone else's that ends a pattern with "$" to the same rule.
     def is_valid_relation(self, relation: str) -> bool:
-        return bool(self.relation_pattern.match(relation))
+        return self.relation_pattern.fullmatch(relation) is not None
 
     def is_valid_entity(self, entity: str) -> bool:
-        return bool(self.entity_pattern.match(entity))
+        return self.entity_pattern.fullmatch(entity) is not None
 
     def is_cvt(self, entity: str, name: str | None) -> bool:
         """A mediator node: an entity with no name (Freebase CVTs, Wikidata statement nodes)."""
@@ -97,7 +99,7 @@ class Schema:
 
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
 #: The Freebase entity id grammar (``m.0abc``, ``g.11b6...``): the one definition of a Freebase mid in kgqa.
-FREEBASE_ID_RE: re.Pattern[str] = re.compile(r"^[mg]\.[0-9a-z_]+$")
+FREEBASE_ID_RE: re.Pattern[str] = re.compile(r"^[mg]\.[0-9a-z_]+\Z")
 
 
 def is_freebase_id(value: str) -> bool:
@@ -118,7 +120,7 @@ class FreebaseSchema(Schema):
     type_relations: tuple[str, ...] = ("type.object.type", "common.topic.notable_types")
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: FREEBASE_ID_RE)
     relation_pattern: re.Pattern[str] = field(
-        default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+$"))
+        default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+\Z"))
 
     def entity_iri(self, entity: str) -> str:
         if self.is_valid_entity(entity):
@@ -138,8 +140,8 @@ WIKIDATA_PREFIXES = {
     "ps": "http://www.wikidata.org/prop/statement/",
     "pq": "http://www.wikidata.org/prop/qualifier/",
 }
-_WD_REL_RE = re.compile(r"^(wdt|p|ps|pq):P[1-9][0-9]*$")
-_WD_ENT_RE = re.compile(r"^(Q[1-9][0-9]*|wds:[A-Za-z0-9$\-]+)$")
+_WD_REL_RE = re.compile(r"^(wdt|p|ps|pq):P[1-9][0-9]*\Z")
+_WD_ENT_RE = re.compile(r"^(Q[1-9][0-9]*|wds:[A-Za-z0-9$\-]+)\Z")
 
 
 @dataclass

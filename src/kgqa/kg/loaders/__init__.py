@@ -18,6 +18,11 @@ Modules: :mod:`~kgqa.kg.loaders.common` (reports, line reading, field checks, th
 Every loader reads line by line (or through pyoxigraph's streaming parser) and returns a :class:`LoadReport`. A bad line
 raises :class:`~kgqa.errors.DataError` naming ``file:line`` and the problem; with ``skip_bad=True`` it is counted and
 skipped instead.
+
+A field (id, relation, literal or name) longer than ``max_field_chars`` characters (default 1,048,576 = 1 MiB of ASCII)
+is such a bad line. Raise the limit with ``load_into(..., max_field_chars=N)``, ``KGQA_MAX_FIELD_CHARS=N`` or
+``max_field_chars = N`` in the config file (:func:`~kgqa.kg.loaders.common.max_field_chars`); the store itself takes
+fields of any length in time linear in their bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +31,16 @@ import time
 from pathlib import Path
 
 from kgqa.errors import ConfigError
-from kgqa.kg.loaders.common import MAX_KEPT_ERRORS, LoadReport, Sink, _check_file, _open_binary
+from kgqa.kg.loaders.common import (
+    DEFAULT_MAX_FIELD_CHARS,
+    MAX_KEPT_ERRORS,
+    LoadReport,
+    Sink,
+    _check_file,
+    _open_binary,
+    field_limit,
+    max_field_chars,
+)
 from kgqa.kg.loaders.freebase import fb15k_mid, fb15k_relation, load_fb15k237, load_freebase_pieces, synthetic_cvt
 from kgqa.kg.loaders.rdf import RDF_FORMATS, load_rdf
 from kgqa.kg.loaders.text import load_metaqa, load_names_tsv, load_tsv
@@ -65,10 +79,16 @@ def guess_format(path: Path) -> str:
     raise ConfigError(f"cannot guess the format of {path}; pass one of: {', '.join(FORMATS)}")
 
 
-def load_into(builder: Sink, source: Path, fmt: str, *, names: Path | None = None,
-              skip_bad: bool = False) -> LoadReport:
+def load_into(builder: Sink, source: Path, fmt: str, *, names: Path | None = None, skip_bad: bool = False,
+              max_field_chars: int | None = None) -> LoadReport:
     """Load ``source`` in format ``fmt`` (one of :data:`FORMATS`; ``freebase-pieces`` takes the directory) into
-    ``builder``; ``names`` is an optional ``id<TAB>name`` file loaded afterwards (any format)."""
+    ``builder``; ``names`` is an optional ``id<TAB>name`` file loaded afterwards (any format). ``max_field_chars``
+    overrides the configured longest field (see the package docstring)."""
+    with field_limit(max_field_chars):
+        return _load_into(builder, source, fmt, names=names, skip_bad=skip_bad)
+
+
+def _load_into(builder: Sink, source: Path, fmt: str, *, names: Path | None, skip_bad: bool) -> LoadReport:
     started = time.perf_counter()
     source = Path(source)
     key = (fmt or "").strip().lower()
@@ -94,7 +114,7 @@ def load_into(builder: Sink, source: Path, fmt: str, *, names: Path | None = Non
 
 
 __all__ = [
-    "FORMATS", "MAX_KEPT_ERRORS", "RDF_FORMATS", "LoadReport", "Sink", "fb15k_mid", "fb15k_relation", "guess_format",
-    "load_fb15k237", "load_freebase_pieces", "load_into", "load_metaqa", "load_names_tsv", "load_rdf", "load_tsv",
-    "synthetic_cvt",
+    "DEFAULT_MAX_FIELD_CHARS", "FORMATS", "MAX_KEPT_ERRORS", "RDF_FORMATS", "LoadReport", "Sink", "fb15k_mid",
+    "fb15k_relation", "field_limit", "guess_format", "load_fb15k237", "load_freebase_pieces", "load_into", "load_metaqa",
+    "load_names_tsv", "load_rdf", "load_tsv", "max_field_chars", "synthetic_cvt",
 ]

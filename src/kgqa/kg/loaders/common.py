@@ -1,6 +1,6 @@
 """What every loader shares: the :class:`LoadReport`, the :class:`Sink` a loader feeds, reading files line by line
-(``.gz`` too, undecodable bytes kept as one bad line), checking one id or relation field, and the bad-line rule
-(raise naming ``file:line``, or count and skip with ``skip_bad``)."""
+(``.gz`` too, undecodable bytes kept as one bad line), the longest field accepted (:func:`max_field_chars`), checking
+one id or relation field, and the bad-line rule (raise naming ``file:line``, or count and skip with ``skip_bad``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import gzip
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import count, repeat
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from kgqa.errors import DataError, ImportAborted, KGError, KGQAError
+from kgqa.errors import ConfigError, DataError, ImportAborted, KGError, KGQAError
 from kgqa.kg.base import parse_literal
 from kgqa.kg.schema import Schema, get_schema
 
@@ -21,6 +24,13 @@ MAX_KEPT_ERRORS = 20
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
 _SPACE_OR_CONTROL_RE = re.compile("[\\s\x00-\x1f\x7f\udc80-\udcff]")
 _UNDECODABLE_RE = re.compile("[\udc80-\udcff]")
+
+#: The longest field (id, relation, literal or name) a loader accepts, in characters, unless the config key
+#: ``max_field_chars`` (``KGQA_MAX_FIELD_CHARS``) or ``load_into(max_field_chars=...)`` says otherwise. A longer field is
+#: a bad line naming ``file:line``: no KG needs a megabyte in one id or value, and a file that has one is usually not
+#: the file the user meant (a binary, a JSON dump, a line-ending mix-up).
+DEFAULT_MAX_FIELD_CHARS = 1 << 20
+_FIELD_LIMIT: ContextVar[int | None] = ContextVar("kgqa_max_field_chars", default=None)
 
 
 class Sink(Protocol):
@@ -127,12 +137,74 @@ def _open_text(path: Path) -> IO[str]:
     return path.open("r", encoding="utf-8", errors="surrogateescape", newline="\n")
 
 
-def _lines(path: Path, report: LoadReport) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` without the line end, counting lines read."""
+def max_field_chars(value: int | str | None = None) -> int:
+    """The longest field a loader accepts: ``value`` if given, else ``KGQA_MAX_FIELD_CHARS``, else ``max_field_chars``
+    in the config file, else :data:`DEFAULT_MAX_FIELD_CHARS`; a ConfigError naming the source when it is not a positive
+    whole number."""
+    from kgqa import config
+
+    raw, origin = config.get_with_origin("max_field_chars", value)
+    if raw is None or raw == "":
+        return DEFAULT_MAX_FIELD_CHARS
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        limit = raw
+    else:
+        try:
+            limit = int(str(raw).strip())  # from the environment: "2000000" or "2_000_000"; never a float
+        except ValueError:
+            limit = 0
+    if isinstance(raw, bool) or limit < 1:
+        raise ConfigError(f"max_field_chars from {origin} must be a positive whole number of characters, got {raw!r}")
+    return limit
+
+
+@contextmanager
+def field_limit(value: int | str | None = None) -> Iterator[int]:
+    """Resolve the field limit once (:func:`max_field_chars`) for every loader run inside the block."""
+    limit = max_field_chars(value)
+    token = _FIELD_LIMIT.set(limit)
+    try:
+        yield limit
+    finally:
+        _FIELD_LIMIT.reset(token)
+
+
+def _field_limit() -> int:
+    """The limit set by :func:`field_limit` around this load, else the configured one."""
+    limit = _FIELD_LIMIT.get()
+    return limit if limit is not None else max_field_chars()
+
+
+def _too_long(what: str, length: int, limit: int) -> str:
+    return (f"{what} is {length:,} characters long, over the limit of {limit:,} (max_field_chars: raise it with "
+            "KGQA_MAX_FIELD_CHARS or max_field_chars in the config file)")
+
+
+def _lines(path: Path, report: LoadReport, skip_bad: bool = False, *,
+           sep: str | None = "\t") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` without the line end, counting lines read. A line with a field (split on ``sep``)
+    longer than the field limit is a bad line here and is not yielded.
+
+    Lines are read about 64k characters at a time, so the length check is one C-level pass per chunk (a line no
+    longer than the limit has no field longer than it), not a Python test per line."""
+    limit = _field_limit()
     with _open_text(path) as fh:
-        for number, text in enumerate(fh, start=1):
-            report.lines += 1
-            yield number, text.rstrip("\r\n")
+        first = 1
+        while chunk := fh.readlines(1 << 16):
+            report.lines += len(chunk)
+            if max(map(len, chunk)) <= limit:  # the common case, without a Python-level step per line
+                yield from zip(count(first), map(str.rstrip, chunk, repeat("\r\n")))
+            else:
+                for number, text in enumerate(chunk, first):
+                    text = text.rstrip("\r\n")
+                    lengths = [len(part.strip()) for part in text.split(sep)] if len(text) > limit else []
+                    over = next((i for i, length in enumerate(lengths) if length > limit), None)
+                    if over is not None:
+                        _handle_bad(report, f"{path}:{number}", _too_long(f"field {over + 1}", lengths[over], limit),
+                                    skip_bad)
+                        continue
+                    yield number, text
+            first += len(chunk)
 
 
 def _line_problem(line: str) -> None:

@@ -57,7 +57,7 @@ def _read_id_table(path: Path, report: LoadReport, skip_bad: bool) -> dict[int, 
     """OpenKE ``entity2id.txt`` / ``relation2id.txt``: a count line, then ``name<TAB>id`` lines."""
     table: dict[int, str] = {}
     expected: int | None = None
-    for number, line in _lines(path, report):
+    for number, line in _lines(path, report, skip_bad):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -111,7 +111,7 @@ def load_fb15k237(builder: Sink, directory: Path, *, skip_bad: bool = False,
         report.sources.append(str(path))
         header_seen = False
         expected = listed = 0
-        for number, line in _lines(path, report):
+        for number, line in _lines(path, report, skip_bad, sep=None):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
@@ -196,7 +196,7 @@ def load_freebase_pieces(data_dir: Path, builder: Sink, include_fb15k: bool = Tr
 def _load_freebase_names(builder: Sink, path: Path, report: LoadReport, entities: set[str], named: set[str],
                          skip_bad: bool, *, fb15k: bool) -> None:
     report.sources.append(str(path))
-    for number, line in _lines(path, report):
+    for number, line in _lines(path, report, skip_bad):
         if not line.strip():
             continue
         parts = line.split("\t", 1)

@@ -17,10 +17,12 @@ from kgqa.kg.loaders.common import (
     Sink,
     _BadLine,
     _check_file,
+    _field_limit,
     _finish,
     _handle_bad,
     _open_binary,
     _schema_of,
+    _too_long,
 )
 from kgqa.kg.schema import Schema
 
@@ -77,6 +79,7 @@ class _RdfMapper:
         # Schemas that keep the generic IRI mapping get it inlined (the hot path of an RDF import).
         self.plain_ids = type(schema).entity_id is Schema.entity_id
         self.entity_base = schema.entity_base
+        self.limit = _field_limit()  # the longest term accepted (see kgqa.kg.loaders.common.max_field_chars)
 
     def _bnode(self, label: str) -> str:
         node = self.bnodes.get(label)
@@ -119,10 +122,11 @@ class _RdfMapper:
             return body
         return f"{body}^^<{datatype}>"
 
-    def add_all(self, quads: Any, where: Callable[[int], str]) -> None:
-        """Send a batch of parsed statements to the builder; ``where(i)`` names statement ``i`` in an error."""
+    def add_all(self, quads: Any, where: Callable[[int], str], *, check: bool = True) -> None:
+        """Send a batch of parsed statements to the builder; ``where(i)`` names statement ``i`` in an error. ``check``
+        False skips the field-length test, for a batch whose source lines are all no longer than the limit."""
         add_triple, relations, name_predicates = self.builder.add_triple, self.relations, self.name_predicates
-        literal_type = self.literal_type
+        literal_type, limit = self.literal_type, self.limit
         added = 0
         for index, quad in enumerate(quads):
             try:
@@ -136,9 +140,14 @@ class _RdfMapper:
                 relation = relations.get(predicate)
                 if relation is None:
                     relation = self.schema.relation_id(predicate)
+                    if len(relation) > limit:
+                        raise _BadLine(_too_long("the predicate", len(relation), limit))
                     if len(relations) < 1_000_000:
                         relations[predicate] = relation
                 tail = self.literal(obj) if is_literal_object else self._resource(obj, "object")
+                if check and (len(head) > limit or len(tail) > limit):
+                    what, value = ("the subject", head) if len(head) > limit else ("the object", tail)
+                    raise _BadLine(_too_long(what, len(value), limit))
                 add_triple(head, relation, tail)
             except ImportAborted:
                 raise
@@ -151,6 +160,9 @@ class _RdfMapper:
     def _offer_name(self, entity: str, term: Any) -> None:
         if not term.value.strip():
             return
+        if len(entity) > self.limit or len(term.value) > self.limit:
+            what, value = ("the subject", entity) if len(entity) > self.limit else ("the name", term.value)
+            raise _BadLine(_too_long(what, len(value), self.limit))
         rank = self._name_rank(term.language)
         best = self.best_names.get(entity)
         if best is None or rank < best[0]:
@@ -192,7 +204,7 @@ def _load_line_rdf(path: Path, fmt: Any, mapper: _RdfMapper, report: LoadReport,
                 except SyntaxError as exc_line:
                     _handle_bad(report, f"{path}:{first + offset}", _syntax_message(exc_line), skip_bad)
                     continue
-                mapper.add_all(single, lambda _i, n=first + offset: f"{path}:{n}")
+                mapper.add_all(single, lambda _i, n=first + offset: f"{path}:{n}", check=2 * len(raw) > mapper.limit)
             return
         starts: list[int] = []
 
@@ -202,7 +214,9 @@ def _load_line_rdf(path: Path, fmt: Any, mapper: _RdfMapper, report: LoadReport,
                 starts.extend(_line_starts(lines, first))
             return f"{path}:{starts[index] if index < len(starts) else first}"
 
-        mapper.add_all(quads, where)
+        # A term's id is at most twice as long as its line (an id re-escapes a raw tab of a literal as two characters),
+        # so a chunk whose lines are all under half the limit needs no test per statement.
+        mapper.add_all(quads, where, check=2 * max(map(len, lines)) > mapper.limit)
 
     with _open_binary(path) as fh:
         chunk: list[bytes] = []

@@ -46,7 +46,7 @@ def load_metaqa(builder: Sink, path: Path, *, skip_bad: bool = False) -> LoadRep
     report = LoadReport("metaqa", [str(path)])
     named: set[str] = set()  # one add_name per entity; MetaQA is small enough to remember its labels
     add_name, fast, where = builder.add_name, _METAQA_FAST_RE.match, str(path)
-    for number, line in _lines(path, report):
+    for number, line in _lines(path, report, skip_bad, sep="|"):
         match = fast(line)
         if match:
             head, rel, tail = match.groups()
@@ -93,7 +93,7 @@ def _load_tsv_triples(builder: Sink, path: Path, report: LoadReport, skip_bad: b
                       entities: set[str] | None = None) -> None:
     """The TSV core shared by ``tsv`` and the Freebase gold-path file; ``entities`` collects non-literal ids."""
     fast, where = _TSV_FAST_RE.match, str(path)
-    for number, line in _lines(path, report):
+    for number, line in _lines(path, report, skip_bad):
         match = fast(line)
         if match:
             head, rel, tail = match.groups()
@@ -150,7 +150,7 @@ def load_names_tsv(builder: Sink, path: Path, *, skip_bad: bool = False,
     path = Path(path)
     report = report if report is not None else LoadReport("names")
     report.sources.append(str(path))
-    for number, line in _lines(path, report):
+    for number, line in _lines(path, report, skip_bad):
         if not line.strip():
             continue
         where = f"{path}:{number}"

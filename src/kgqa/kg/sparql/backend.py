@@ -122,6 +122,10 @@ class SparqlKG(DerivedOps):
     A well-formed relation that the KG does not have simply matches nothing until the vocabulary is known
     (``vocabulary()``); from then on it is refused with KGError, as the embedded store does. ``strict_vocabulary``
     fetches the vocabulary on first use (one ``SELECT DISTINCT ?p``: cheap on small KGs, a long query on Freebase).
+
+    Raw queries (:meth:`select`) pass the same read-only guard as compiled ones. A federated query (``SERVICE <url>``)
+    is refused unless ``allow_service=True``: it makes the endpoint fetch a URL of the query's choosing (from the
+    endpoint's network, which may reach what the caller cannot), so allow it only for query text you trust.
     """
 
     def __init__(self, endpoint_url: str, schema: str | Schema | None = "freebase", *, timeout: float | None = None,
@@ -131,7 +135,7 @@ class SparqlKG(DerivedOps):
                  vocabulary_timeout: float | None = None, search_scan_limit: int = 500,
                  max_relations: int = 100_000, strict_vocabulary: bool = False,
                  headers: dict[str, str] | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, allow_service: bool = False) -> None:
         parsed = urlparse(endpoint_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ConfigError(f"SPARQL endpoint {endpoint_url!r} is not an http(s) URL")
@@ -151,7 +155,7 @@ class SparqlKG(DerivedOps):
             raise ConfigError(f"default_graph: {exc}") from None
         self._http = SparqlEndpoint(endpoint_url, timeout=timeout, retries=retries, backoff=backoff,
                                     max_backoff=max_backoff, default_graph=self.default_graph, headers=headers,
-                                    transport=transport)
+                                    transport=transport, allow_service=allow_service)
         self.max_frontier = int(max_frontier)
         self.stats_timeout = float(stats_timeout)
         self.vocabulary_timeout = float(vocabulary_timeout or max(self.timeout, 120.0))
@@ -216,8 +220,9 @@ class SparqlKG(DerivedOps):
         return self._virtuoso
 
     def select(self, query: str, *, timeout: float | None = None) -> list[dict[str, str]]:
-        """Run a raw read-only SELECT (guarded like every compiled query); each row maps a variable to an id (entity id,
-        relation IRI mapped to an entity id, or a literal in N-Triples form)."""
+        """Run a raw read-only SELECT (guarded like every compiled query: no update, no vendor procedure, no ``SERVICE``
+        unless the KG was opened with ``allow_service=True``); each row maps a variable to an id (entity id, relation
+        IRI mapped to an entity id, or a literal in N-Triples form)."""
         rows, _ = self._select(query, timeout=timeout)
         return [{var: self._node_id(term) for var, term in row.items()} for row in rows]
 

@@ -38,13 +38,15 @@ class SparqlEndpoint:
 
     ``timeout`` is per HTTP attempt (seconds); ``retries`` extra attempts are made on 5xx, timeouts and connection errors
     with exponential backoff plus jitter. ``default_graph`` (already checked as an IRI) is sent as ``default-graph-uri``.
-    Every text passes :func:`~kgqa.kg.sparql.guard.ensure_read_only` first.
+    Every text passes :func:`~kgqa.kg.sparql.guard.ensure_read_only` first (federated ``SERVICE`` queries only with
+    ``allow_service``).
     """
 
     def __init__(self, url: str, *, timeout: float, retries: int, backoff: float, max_backoff: float,
                  default_graph: str | None, headers: dict[str, str] | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, allow_service: bool = False) -> None:
         self.url = url
+        self.allow_service = bool(allow_service)
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.backoff = float(backoff)
@@ -64,7 +66,7 @@ class SparqlEndpoint:
 
     def send(self, query: str, *, timeout: float | None = None, retries: int | None = None) -> Response:
         """Send one query (guarded), retrying transient failures; parse the JSON results."""
-        ensure_read_only(query)
+        ensure_read_only(query, allow_service=self.allow_service)
         self.history.append(query)
         del self.history[:-50]
         self.queries_sent += 1

@@ -33,12 +33,34 @@ _PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[A-Za-z0-9_.\-]*:|BASE)\s*)*", re.IG
 _QUERY_FORM = re.compile(r"(SELECT|ASK)\b", re.IGNORECASE)
 # Vendor functions in query text are limited to the one the search uses (Virtuoso exposes SQL procedures as bif:).
 _VENDOR_CALL = re.compile(r"\b(?:bif|sql):(?!contains\b)", re.IGNORECASE)
+# A federated query (SERVICE <url> { ... }) makes the endpoint fetch a URL of the query's choosing. Not a keyword when
+# part of a prefixed name (ex:service, service:x).
+_SERVICE = re.compile(r"(?<![\w:])SERVICE(?![\w:])", re.IGNORECASE)
+# SPARQL decodes \uXXXX / \UXXXXXXXX anywhere in the query text before parsing it (SPARQL 1.1, 19.2), so a keyword
+# may be spelt with escapes ("INS\u0045RT") for a server that follows the spec, while one that decodes them only inside
+# strings reads the text as written. Text with such escapes is checked both ways.
+_CODEPOINT_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 
 
-def ensure_read_only(query: str) -> None:
+def _decode_escapes(query: str) -> str:
+    def char(match: re.Match[str]) -> str:
+        code = int(match.group(1) or match.group(2), 16)
+        return chr(code) if code <= 0x10FFFF else match.group(0)
+
+    return _CODEPOINT_ESCAPE.sub(char, query)
+
+
+def ensure_read_only(query: str, *, allow_service: bool = False) -> None:
     """Refuse any query text that is not a plain SELECT/ASK, before it is sent (keywords inside IRIs, literals,
-    variables and comments do not count)."""
-    stripped = _STRIP_FOR_GUARD.sub(" ", query)
+    variables and comments do not count). A federated query (``SERVICE``) is refused too unless ``allow_service``:
+    it would make the endpoint fetch a URL of the caller's choosing."""
+    _check(query, query, allow_service)
+    if "\\u" in query or "\\U" in query:
+        _check(_decode_escapes(query), query, allow_service)
+
+
+def _check(text: str, query: str, allow_service: bool) -> None:
+    stripped = _STRIP_FOR_GUARD.sub(" ", text)
     bad = _MUTATING.search(stripped)
     if bad:
         raise KGError(f"refusing to send a query containing {bad.group(1).upper()!r}: this backend is read-only")
@@ -47,6 +69,9 @@ def ensure_read_only(query: str) -> None:
         raise KGError(f"refusing to send a query that is not a SELECT or ASK: {query[:80]!r}")
     if _VENDOR_CALL.search(stripped):
         raise KGError("refusing to send a query that calls a vendor procedure (bif:/sql:)")
+    if not allow_service and _SERVICE.search(stripped):
+        raise KGError("refusing to send a federated query (SERVICE): it makes the endpoint fetch another URL; "
+                      "open the KG with allow_service=True to allow it")
 
 
 _SPARQL_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
