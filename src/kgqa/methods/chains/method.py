@@ -105,15 +105,15 @@ class ChainsConfig(CoRConfig):
                                             "the scorer's rule, or CCoR's LLM judge")
     verify: bool = Field(default=True, description="check each hop against the current sub-goal (backtrack on a "
                                                    "mismatch)")
-    verify_threshold: float = Field(default=0.05, ge=0.0, le=1.0, description="a hop whose best triples score below "
-                                                                             "this against its sub-goal is a mismatch")
+    verify_threshold: float = Field(default=0.02, ge=0.0, le=1.0, description="a hop whose best triples score below "
+                                    "this against its sub-goal is a mismatch (default: tau_e, what the expansion keeps)")
     decompose: Literal["auto", "on", "off"] = Field(default="auto", description="sub-goals from one LLM call; auto: on "
                                                     "with a remote model, off with a local one")
     max_sub_questions: int = Field(default=3, ge=1, le=6, description="sub-goals asked of the decomposition")
     tau_e: float = Field(default=0.02, ge=0.0, le=1.0, description="expansion threshold (FoG's, tuned on MetaQA dev)")
     tau_p: float = Field(default=0.7, ge=0.0, le=1.0, description="FoG's potential threshold")
-    min_hop_score: float = Field(default=0.02, ge=0.0, le=1.0, description="relations and hops scoring at most this "
-                                                                           "are never followed")
+    min_hop_score: float = Field(default=0.0, ge=0.0, le=1.0, description="relations and hops scoring at most this "
+                                 "are never followed (default: anything the expansion kept above tau_e)")
     constraint_cues: bool = Field(default=True, description="a finished chain is Constraint when the question has a "
                                                             "second topic or a year/ordering word")
     max_calls: int = Field(default=3, ge=1, description="LLM calls per question at most (re-asks count)")
