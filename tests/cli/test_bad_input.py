@@ -28,6 +28,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "good.tsv").write_text("m.a\tr.x\tm.b\n", encoding="utf-8")
     (root / "kg").mkdir()
     (root / "kg" / "something").write_text("an earlier import\n", encoding="utf-8")
+    (root / "damaged-kg").mkdir()
+    (root / "damaged-kg" / "kgqa-embedded.json").write_text("{not json", encoding="utf-8")
     return root
 
 
@@ -82,6 +84,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("info-kg-tab", ["kg", "info", "http://127.0.0.1:1/sp\tarql"], "control character"),
     ("info-kg-too-long", ["kg", "info", LONG], "is neither 'demo'"),
     ("info-kg-empty", ["kg", "info", ""], "empty"),
+    ("info-damaged-store", ["kg", "info", "damaged-kg"], "is damaged"),
     ("relations-not-utf8", ["kg", "relations", "demo", NOT_UTF8], "not valid UTF-8"),
     ("relations-unknown-entity", ["kg", "relations", "demo", "No Such Entity Anywhere"], "No Such Entity Anywhere"),
     ("chain-not-utf8", ["kg", "chain", "demo", "--from", NOT_UTF8, "--path", "film.director.film"], "not valid UTF-8"),

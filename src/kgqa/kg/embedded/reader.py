@@ -77,7 +77,14 @@ class EmbeddedKG(DerivedOps):
         meta_path = path / META_FILE
         if not meta_path.is_file():
             raise KGError(f"{path} is not a kgqa embedded KG (no {META_FILE}); build one with `kgqa kg import`")
-        meta = json.loads(meta_path.read_text())
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise KGError(f"{meta_path} is damaged ({type(exc).__name__}: {exc}); import the KG again with "
+                          "`kgqa kg import ... --force`") from None
+        if not isinstance(meta, dict):
+            raise KGError(f"{meta_path} is damaged (not a JSON object); import the KG again with `kgqa kg import ... "
+                          "--force`")
         if meta.get("format_version") != FORMAT_VERSION:
             raise KGError(f"{path} was written by format version {meta.get('format_version')}, this kgqa reads "
                           f"{FORMAT_VERSION}; re-import it")
