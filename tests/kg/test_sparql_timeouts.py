@@ -121,3 +121,20 @@ def test_no_answer_within_the_timeout_is_retried_then_a_query_timeout(endpoint: 
     with _kg(server.url, timeout=0.3, retries=1) as kg, pytest.raises(QueryTimeout, match=r"no answer within 0\.3s"):
         kg.select(QUERY)
     assert len(server.queries) == 2 and time.monotonic() - started < 5
+
+
+def test_rate_limited_queries_wait_as_told_then_get_their_answer(endpoint: type[ScriptedEndpoint]) -> None:
+    server = endpoint([(429, b"Too Many Requests"), (200, ROWS)])
+    started = time.monotonic()
+    with _kg(server.url, retries=2) as kg:
+        rows = kg.select(QUERY)
+    assert len(rows) == 1 and "answer" in str(rows[0]["o"])
+    assert server.queries == [QUERY, QUERY]
+    assert time.monotonic() - started < 5
+
+
+def test_rate_limited_every_time_is_an_error_naming_the_limit(endpoint: type[ScriptedEndpoint]) -> None:
+    server = endpoint([(429, b"Too Many Requests")])
+    with _kg(server.url, retries=1) as kg, pytest.raises(KGError, match=r"after 2 attempt\(s\): HTTP 429 \(rate limited\)"):
+        kg.select(QUERY)
+    assert server.queries == [QUERY] * 2

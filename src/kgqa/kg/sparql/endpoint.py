@@ -21,6 +21,18 @@ _QUERY_ERROR = re.compile(r"Virtuoso (37000|22023|42000)|Error (SP|SQ|FT)\d|SPAR
 _SERVER_TIMEOUT = re.compile(r"Virtuoso S1T00")
 
 
+#: The longest Retry-After a query waits for before asking again (a longer one is cut to this).
+MAX_RETRY_AFTER = 30.0
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header given in seconds (an HTTP date or garbage: the usual backoff instead)."""
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _snippet(text: str, size: int = 300) -> str:
     text = " ".join(text.split())
     return text[:size] + ("..." if len(text) > size else "")
@@ -77,10 +89,15 @@ class SparqlEndpoint:
             data["default-graph-uri"] = self.default_graph
         last = ""
         timed_out = False
+        retry_after: float | None = None
         for attempt in range(attempts):
             if attempt:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
+                if retry_after is not None:  # the server said how long to wait (HTTP 429): honour it, within reason
+                    time.sleep(min(retry_after, MAX_RETRY_AFTER))
+                    retry_after = None
+                else:
+                    time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
             try:
                 response = self._client.post(self.url, data=data,
                                              timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
@@ -101,6 +118,11 @@ class SparqlEndpoint:
                     # Virtuoso answers 500 to a malformed query; sending it again cannot help.
                     raise KGError(f"SPARQL endpoint {self.url} rejected the query: {last}")
                 timed_out = response.status_code == 504  # a gateway gave up waiting: a timeout, retried
+                continue
+            if response.status_code == 429:
+                # Rate limited (the public Wikidata endpoint does this): wait as told, then ask again.
+                timed_out, last = False, f"HTTP 429 (rate limited): {_snippet(response.text)}"
+                retry_after = _retry_after(response.headers.get("retry-after"))
                 continue
             if response.status_code >= 400:
                 raise KGError(f"SPARQL endpoint {self.url} refused the query (HTTP {response.status_code}): "
