@@ -763,16 +763,48 @@ def _end_stale_loader(state: EndpointState, say: Progress) -> None:
         say(f"ending the loader (pid {pid}) an interrupted start left running")
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
+        # Wait for the process itself to be gone: an exiting process drops its command line (its memory) before it
+        # closes its files, so an empty cmdline does not mean the store's lock is free yet.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _proc_cmdline(pid) and not _is_zombie(pid):
+        while time.monotonic() < deadline and _running(pid):
             _reap(pid)
             time.sleep(0.1)
-        if _proc_cmdline(pid) and not _is_zombie(pid):
+        if _running(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            time.sleep(0.5)
+            while time.monotonic() < deadline + 10 and _running(pid):
+                time.sleep(0.1)
         _reap(pid)
+        _wait_unlocked(Path(state.dir) / "store" / "LOCK", timeout=10.0)
     state.loader_pid = None
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still exists and has not exited (a zombie has released its files)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _wait_unlocked(lock: Path, *, timeout: float) -> None:
+    """Wait until no process holds the POSIX lock on ``lock`` (RocksDB's store lock), at most ``timeout`` seconds."""
+    if not lock.exists():
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with lock.open("r+b") as handle:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(handle, fcntl.LOCK_UN)
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return  # the load that follows reports the lock in its own words
+            time.sleep(0.1)
 
 
 def _start(runner: _Engine, state: EndpointState) -> None:
