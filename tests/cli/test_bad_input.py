@@ -101,6 +101,17 @@ CASES: list[tuple[str, list[str], str]] = [
     ("ask-unknown-method", ["ask", "Who directed Inception?", "--method", "nope", "--llm", S], "nope"),
     ("ask-kg-tab", ["ask", "Who directed Inception?", "--method", "ccor", "--llm", S, "--kg", "de\tmo"],
      "control character"),
+    # kgqa serve, kgqa kg endpoint, kgqa kg freebase-filter (nothing is started)
+    ("serve-negative-port", ["serve", "--port", "-1"], "--port"),
+    ("serve-no-auth-off-loopback", ["serve", "--host", "0.0.0.0", "--no-auth"], "--no-auth is allowed only on a loopback"),
+    ("serve-runs-missing", ["serve", "--runs", "no-such-runs"], "no-such-runs"),
+    ("endpoint-unknown-engine", ["kg", "endpoint", "start", "--engine", "nope", "--data", "demo", "--dir", "ep"],
+     "--engine"),
+    ("endpoint-start-missing-data", ["kg", "endpoint", "start", "--engine", "oxigraph", "--data", "missing.nt",
+                                     "--dir", "ep"], "missing.nt"),
+    ("endpoint-status-no-endpoint", ["kg", "endpoint", "status", "no-such-dir"], "no-such-dir"),
+    ("endpoint-stop-no-endpoint", ["kg", "endpoint", "stop", "no-such-dir"], "no-such-dir"),
+    ("freebase-filter-missing-dump", ["kg", "freebase-filter", "missing.gz", "--out", "x.nt"], "missing.gz"),
     # kgqa methods / train / artifacts
     ("methods-unknown", ["methods", "nope"], "nope"),
     ("train-srp-zero-size", ["train", "srp", "--dataset", "demo", "--size", "0", "--out", "refs"], "--size"),
