@@ -192,3 +192,18 @@ def test_workers_raise_the_openai_clients_concurrency_unless_it_is_set(
     assert _load_llm(None, spec, Recorder(), {"cache": False}, workers=32).max_concurrency == 4
     err = capsys.readouterr().err
     assert err.count("32 workers, but at most 4 model requests run at once") == 1
+
+
+def test_record_calls_keeps_each_prompt_and_reply_in_the_trace_line(tmp_path: Path) -> None:
+    rules = _rules(tmp_path)
+    assert main(["eval", "--dataset", "demo", "--method", "io", "--llm", f"scripted:{rules}", "--limit", "2",
+                 "--out", str(tmp_path / "run"), "--no-progress", "--record-calls"]) == 0
+    traces = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").read_text().splitlines()]
+    assert len(traces) == 2
+    for trace in traces:
+        (call,) = trace["llm_calls"]
+        assert call["step"] == "io.generate" and json.loads(call["reply"]) == {"answers": ["x"]}
+        assert call["messages"][-1]["role"] == "user" and call["prompt_tokens"] > 0
+    assert main(["eval", "--dataset", "demo", "--method", "io", "--llm", f"scripted:{rules}", "--limit", "1",
+                 "--out", str(tmp_path / "plain"), "--no-progress"]) == 0
+    assert "llm_calls" not in json.loads((tmp_path / "plain" / "traces.jsonl").read_text().splitlines()[0])

@@ -150,7 +150,8 @@ def start_server() -> Any:
 
 @pytest.fixture(scope="session")
 def runs_root(tmp_path_factory: pytest.TempPathFactory, rules_file: Path) -> Path:
-    """Two real runs over the first 12 demo questions: CCoR with the oracle (one failed question) and CoT."""
+    """Two real runs over the first 12 demo questions: CCoR with the oracle (one failed question) and CoT (run with
+    ``record_calls``, so its questions keep every call's prompt and reply)."""
     from kgqa.eval.runner import run_eval
 
     root = tmp_path_factory.mktemp("runs")
@@ -159,7 +160,7 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory, rules_file: Path) -> Pat
     cot_rules = write_rules(rules_file.parent / "cot.jsonl",
                             [{"reply": {"reasoning": "A guess.", "answers": ["Christopher Nolan"]}}])
     run_eval("demo", out=root / "cot-demo", method="cot", llm=f"scripted:{cot_rules}", limit=12, progress=False,
-             report=False, embedder=None)
+             report=False, embedder=None, record_calls=True)
     (root / "not-a-run").mkdir()
     (root / ".hidden").mkdir()
     return root

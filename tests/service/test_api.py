@@ -298,6 +298,15 @@ def test_a_runs_question_has_verdicts_trace_summary_and_graph(server: Any) -> No
     assert failed["error"] and "Traceback" in failed["traceback"] and failed["answers"] == []
 
 
+def test_a_run_recorded_with_its_calls_shows_each_prompt_and_reply(server: Any) -> None:
+    with server.client() as client:
+        body = client.get("/v1/runs/cot-demo/questions/demo-001").json()
+    (call,) = body["llm_calls"]
+    assert call["step"] == "cot.generate" and call["reply"] and '"Christopher Nolan"' in call["reply"]
+    assert any("Who directed Inception?" in m["content"] for m in call["messages"] if m["role"] == "user")
+    assert call["prompt_tokens"] > 0 and call["completion_tokens"] > 0 and body["llm_calls_dropped"] == 0
+
+
 def test_two_runs_side_by_side_where_they_differ(server: Any) -> None:
     with server.client() as client:
         body = client.get("/v1/runs/ccor-demo/compare/cot-demo").json()

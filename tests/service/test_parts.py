@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.service.calls import MAX_TEXT, CallLog
+from kgqa.llm.calls import MAX_TEXT, CallLog
 from kgqa.service.graph import evidence_graph
 from kgqa.service.guard import RateLimiter, _loopback_host
 from kgqa.service.runs import BadId, check_qid, check_run_id

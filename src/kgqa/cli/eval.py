@@ -76,6 +76,8 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
               help="Seconds per SPARQL request attempt (default: KGQA_KG_TIMEOUT / config kg_timeout, else 30).")
 @click.option("--kg-retries", type=click.IntRange(min=0), default=None,
               help="Extra attempts per SPARQL request (default: KGQA_KG_RETRIES / config kg_retries, else 2).")
+@click.option("--record-calls", is_flag=True, help="Keep every LLM call's prompt and reply in traces.jsonl (the trace "
+                                                   "viewer of `kgqa serve` shows them; traces grow accordingly).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-report", is_flag=True, help="Write summary.json only (no report.md, no plots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON at the end.")
@@ -84,7 +86,7 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
                llm_spec: str | None, kg_spec: str | None, embedder: str, limit: int | None, shuffle: bool, seed: int,
                workers: int, out_dir: Path | None, resume: bool, retry_errors: bool, data_dir: Path | None,
                max_failures: int, no_cache: bool, refresh_cache: bool, kg_timeout: float | None, kg_retries: int | None,
-               no_progress: bool, no_report: bool, as_json: bool) -> None:
+               record_calls: bool, no_progress: bool, no_report: bool, as_json: bool) -> None:
     """Evaluate METHOD on a benchmark: kgqa eval --dataset NAME --method NAME --llm SPEC [--kg KG] --out RUNDIR."""
     if ctx.invoked_subcommand is not None:
         given = [p.name for p in ctx.command.params
@@ -115,7 +117,7 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
                    embedder=embedder, limit=limit, seed=seed, shuffle=shuffle, workers=workers, resume=resume,
                    retry_errors=retry_errors, data_dir=data_dir, progress=not no_progress, report=not no_report,
                    max_consecutive_failures=max_failures, llm_options=cache_options(no_cache, refresh_cache),
-                   kg_options=kg_options(kg_timeout, kg_retries))
+                   kg_options=kg_options(kg_timeout, kg_retries), record_calls=record_calls)
     summary = run.summary
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))

@@ -252,12 +252,29 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
 class _Solver:
     """Answers and scores one question at a time (thread-safe: per-question state lives in locals)."""
 
-    def __init__(self, method: Method, base: MethodContext, recorder: Recorder) -> None:
+    def __init__(self, method: Method, base: MethodContext, recorder: Recorder, *, record_calls: bool = False) -> None:
         self.method = method
         self.base = base
         self.recorder = recorder
+        self.record_calls = record_calls
 
     def __call__(self, question: Question) -> tuple[dict[str, Any], dict[str, Any]]:
+        if not self.record_calls:
+            return self._solve(question)
+        from kgqa.llm.calls import CALLS, CallLog
+
+        log = CallLog()
+        token = CALLS.set(log)
+        try:
+            row, trace_row = self._solve(question)
+        finally:
+            CALLS.reset(token)
+        trace_row["llm_calls"] = log.calls
+        if log.dropped:
+            trace_row["llm_calls_dropped"] = log.dropped
+        return row, trace_row
+
+    def _solve(self, question: Question) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx = self.base.for_question()
         tb: str | None = None
         started = time.perf_counter()
@@ -354,6 +371,7 @@ def run_eval(
     max_consecutive_failures: int = 25,
     llm_options: Mapping[str, Any] | None = None,
     kg_options: Mapping[str, Any] | None = None,
+    record_calls: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> EvalRun:
     """Evaluate ``method`` on ``dataset``/``split`` into the run directory ``out`` (see the module docstring).
@@ -364,7 +382,9 @@ def run_eval(
     ``kg`` a KG spec or object (default: config ``kg``), only if it needs a KG; ``embedder`` a spec or object, only if
     it needs an embedder. ``questions`` replaces the dataset loader (``dataset`` is then only a label). ``limit`` takes
     the first N questions in file order, or a seeded random N with ``shuffle``. ``fsync`` is the durability of
-    results.jsonl (see :class:`ResultsWriter`). ``on_row`` is called with each row once written. Raises
+    results.jsonl (see :class:`ResultsWriter`). ``record_calls`` keeps every LLM call's prompt and reply in the
+    question's traces.jsonl line (``llm_calls``; the trace viewer shows them). ``on_row`` is called with each row once
+    written. Raises
     :class:`~kgqa.errors.ConfigError` for a bad method setting (before anything is written), :class:`RunDirError` for
     an unusable RUNDIR and :class:`RunStopped` after too many consecutive failures.
     """
@@ -404,6 +424,10 @@ def run_eval(
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
     recorder = Recorder()
     model = _load_llm(llm, llm_spec, recorder, llm_options, workers) if needs.llm else None
+    if record_calls and model is not None:
+        from kgqa.llm.calls import CapturingModel
+
+        model = CapturingModel(model)  # every call's prompt and reply into the question's trace line
     kg_obj: Any = None
     owns_kg = False
     if needs.kg and kg is not None and not isinstance(kg, str):
@@ -475,7 +499,7 @@ def run_eval(
         base = MethodContext(kg=TimedKG(kg_obj) if kg_obj is not None else None,  # type: ignore[arg-type]
                              llm=model, embedder=text_embedder, seed=seed, recorder=recorder,  # type: ignore[arg-type]
                              artifacts=artifacts)
-        solver = _Solver(method_obj, base, recorder)
+        solver = _Solver(method_obj, base, recorder, record_calls=record_calls and model is not None)
         bar = _Progress(len(selected), [r for r in previous if r["id"] in seen], enabled=progress,
                         label=f"{method_name} {dataset}")
         answered = failed = 0

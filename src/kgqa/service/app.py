@@ -348,7 +348,9 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
             "result": row, "answers": answers, "gold": gold, "verdicts": verdicts, "grounding": row.get("grounding"),
             "error": row.get("error"), "topics": topics, "summary": summary, "evidence": evidence, "graph": graph,
             "trace": trace, "traceback": (trace_row or {}).get("traceback"),
-            "llm_calls": None,  # a run directory keeps the usage of each question, not its prompts
+            # a run keeps each call's prompt and reply only when it ran with `kgqa eval --record-calls`
+            "llm_calls": (trace_row or {}).get("llm_calls"),
+            "llm_calls_dropped": (trace_row or {}).get("llm_calls_dropped", 0),
             "trace_found": trace_row is not None}
 
 

@@ -29,7 +29,7 @@ from kgqa import config
 from kgqa.core import MethodContext, Question, TopicEntity, Trace
 from kgqa.errors import ConfigError, KGError, KGQAError
 from kgqa.eval.rundir import json_default
-from kgqa.service.calls import CALLS, CallLog, CapturingModel
+from kgqa.llm.calls import CALLS, CallLog, CapturingModel
 from kgqa.service.graph import evidence_graph
 from kgqa.service.settings import ServiceSettings
 

@@ -246,7 +246,7 @@
 
   function callList(calls, dropped) {
     if (calls === null || calls === undefined) {
-      return h("p", { class: "muted" }, "A run directory keeps each question's usage, not its prompts; ask the question live to see every call.");
+      return h("p", { class: "muted" }, "This run kept each question's usage, not its prompts (run it with `kgqa eval --record-calls` to keep them); ask the question live to see every call.");
     }
     if (!calls.length) return h("p", { class: "muted" }, "(no LLM calls)");
     const list = h("div", { class: "calls" }, calls.map((call, i) => h("details", { class: "call" },
@@ -644,7 +644,7 @@
     grid.appendChild(section("How " + (q.method || "the method") + " answered", summaryBlock(q.summary)));
     grid.appendChild(h("div", { class: "graph-cell" }, section("Evidence graph", graphView(q.graph))));
     root.appendChild(section("Steps", q.trace_found ? stepList(q.trace) : h("p", { class: "muted" }, "(no trace line for this question)")));
-    root.appendChild(section("LLM calls", callList(q.llm_calls)));
+    root.appendChild(section("LLM calls", callList(q.llm_calls, q.llm_calls_dropped)));
   }
 
   async function compareView(root, a, b, params) {

@@ -1,8 +1,9 @@
-"""Every LLM call of one ask, with its prompt, reply and tokens, for the trace viewer.
+"""Every LLM call of one question, with its prompt, reply and tokens (kgqa serve's asks; ``kgqa eval --record-calls``).
 
-:class:`CapturingModel` wraps the served model once; an ask sets :data:`CALLS` to its own :class:`CallLog` in the
-thread that answers it, so concurrent asks never see each other's calls (threads a method starts with a copied context
-log into the same ask). The recorder (:mod:`kgqa.llm.accounting`) still does the accounting; this only keeps the text.
+:class:`CapturingModel` wraps a model once; a question (an ask of the service, a question of a run) sets :data:`CALLS`
+to its own :class:`CallLog` in the thread that answers it, so concurrent questions never see each other's calls
+(threads a method starts with a copied context log into the same question). The recorder (:mod:`kgqa.llm.accounting`)
+still does the accounting; this only keeps the text.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class CallLog:
                 self.on_add(index, record)
 
 
-CALLS: ContextVar[CallLog | None] = ContextVar("kgqa_service_calls", default=None)
+CALLS: ContextVar[CallLog | None] = ContextVar("kgqa_llm_calls", default=None)
 
 
 class CapturingModel:
