@@ -615,16 +615,15 @@ register_dataset(DatasetInfo(
 ))
 
 
-_WIKIDATA_ID_RE = re.compile(r"^[QLP]\d+$")
-
-
 @_per_record
 def _load_qald(info: DatasetInfo, split: str, i: int, rec: Any) -> Question:
+    from kgqa.kg.schema import WIKIDATA_ID_RE  # the Wikidata id grammar, written once in kgqa.kg.schema
+
     golds = _Golds()
     for key, value in _mapping(rec["answer"], "answer").items():
         key = wikidata_id(str(key))
         name = str(value) if value is not None else ""
-        if _WIKIDATA_ID_RE.match(key):
+        if WIKIDATA_ID_RE.match(key):
             golds.add(key, name)
         else:  # literals are stored as value -> value
             golds.add(None, name or key)

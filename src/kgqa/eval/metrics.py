@@ -50,7 +50,6 @@ Verdict audits
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
@@ -59,7 +58,7 @@ from typing import Any
 from kgqa.core import GROUNDING_WEIGHTS, AnswerItem, Audit, GoldAnswer, Grounding, Prediction, Question
 from kgqa.errors import DataError, KGError
 from kgqa.kg.base import is_literal, literal_value
-from kgqa.kg.schema import FREEBASE_ID_RE
+from kgqa.kg.schema import FREEBASE_ID_RE, WIKIDATA_ID_RE
 from kgqa.normalize import normalize_answer
 
 __all__ = [
@@ -84,7 +83,6 @@ DEFAULT_BREAKDOWN_KEYS: tuple[str, ...] = ("hops", "qtype", "compositionality", 
 
 
 _MID_RE = FREEBASE_ID_RE  # the Freebase mid grammar, written once in kgqa.kg.schema
-_WIKIDATA_RE = re.compile(r"^[QPL][1-9][0-9]*$")
 _ID_PREFIXES = ("http://rdf.freebase.com/ns/", "https://rdf.freebase.com/ns/", "ns:", "fb:",
                 "http://www.wikidata.org/entity/", "https://www.wikidata.org/entity/", "wd:")
 
@@ -136,7 +134,7 @@ def canonical_id(value: str | None) -> str | None:
 def _id_kind(cid: str) -> str:
     if _MID_RE.match(cid):
         return "freebase"
-    if _WIKIDATA_RE.match(cid):
+    if WIKIDATA_ID_RE.match(cid):
         return "wikidata"
     return "other"
 

@@ -140,6 +140,8 @@ WIKIDATA_PREFIXES = {
     "ps": "http://www.wikidata.org/prop/statement/",
     "pq": "http://www.wikidata.org/prop/qualifier/",
 }
+#: A bare Wikidata item, property or lexeme id (Q42, P31, L7): the one grammar kgqa uses for them (datasets, metrics).
+WIKIDATA_ID_RE: re.Pattern[str] = re.compile(r"^[QPL][1-9][0-9]*\Z")
 _WD_REL_RE = re.compile(r"^(wdt|p|ps|pq):P[1-9][0-9]*\Z")
 _WD_ENT_RE = re.compile(r"^(Q[1-9][0-9]*|wds:[A-Za-z0-9$\-]+)\Z")
 
