@@ -246,36 +246,19 @@ def _choose_port(host: str, wanted: int | None, previous: int | None, default: i
 
 
 def _wait_http(url: str, pid: int, log: Path, timeout: float) -> None:
-    import httpx
+    from kgqa.kg.servers import wait_for_sparql
 
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
+    def exited() -> str | None:
         _reap(pid)
-        try:
-            os.kill(pid, 0)
-            dead = _is_zombie(pid)
-        except ProcessLookupError:
-            dead = True
-        if dead:
-            raise KGError(f"the SPARQL server exited during start-up; log {log}:\n{_tail(log)}")
-        try:
-            response = httpx.post(url, data={"query": "ASK {}"},
-                                  headers={"Accept": "application/sparql-results+json"}, timeout=5.0)
-            if response.status_code == 200:
-                return
-            last = f"HTTP {response.status_code}"
-        except httpx.HTTPError as exc:
-            last = type(exc).__name__
-        time.sleep(0.2)
-    raise KGError(f"SPARQL server at {url} not ready after {timeout:.0f}s ({last}); log {log}:\n{_tail(log)}")
+        return None if _running(pid) else "exited"
+
+    wait_for_sparql(url, exited, log, timeout, request_timeout=5.0)
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+def _tail(path: Path) -> str:
+    from kgqa.kg.servers import tail_log
+
+    return tail_log(path, 15)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -74,27 +74,34 @@ def _kill(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(timeout=10)
 
 
-def _wait_for_sparql(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
-    """Poll the endpoint with ``ASK {}`` until it answers 200 (or the process dies / time runs out)."""
+def wait_for_sparql(url: str, exited: Callable[[], str | None], log: Path, timeout: float, *,
+                    request_timeout: float = 2.0) -> None:
+    """Poll the endpoint with ``ASK {}`` until it answers 200; ``exited()`` says how the server process ended (None
+    while it runs), which stops the wait with its log. Shared by the tests' servers and ``kgqa kg endpoint``."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise KGError(f"SPARQL server for {url} exited with code {proc.returncode} during start-up; "
-                          f"log {log}:\n{_tail(log)}")
+        how = exited()
+        if how is not None:
+            raise KGError(f"SPARQL server for {url} {how} during start-up; log {log}:\n{tail_log(log)}")
         try:
             response = httpx.post(url, data={"query": "ASK {}"},
-                                  headers={"Accept": "application/sparql-results+json"}, timeout=2.0)
+                                  headers={"Accept": "application/sparql-results+json"}, timeout=request_timeout)
             if response.status_code == 200:
                 return
             last = f"HTTP {response.status_code}"
         except httpx.HTTPError as exc:
             last = type(exc).__name__
         time.sleep(0.2)
-    raise KGError(f"SPARQL server at {url} not ready after {timeout:.0f}s ({last}); log {log}:\n{_tail(log)}")
+    raise KGError(f"SPARQL server at {url} not ready after {timeout:.0f}s ({last}); log {log}:\n{tail_log(log)}")
 
 
-def _tail(path: Path, lines: int = 20) -> str:
+def _wait_for_sparql(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    wait_for_sparql(url, lambda: None if proc.poll() is None else f"exited with code {proc.returncode}", log, timeout)
+
+
+def tail_log(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` of a server's log, for an error message."""
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -170,7 +177,7 @@ class OxigraphServer(_Server):
                 done = subprocess.run([exe, "load", "--location", str(store), "--file", *map(str, self.files)],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
             if done.returncode != 0:
-                raise KGError(f"oxigraph load failed with code {done.returncode}; log {self.log}:\n{_tail(self.log)}")
+                raise KGError(f"oxigraph load failed with code {done.returncode}; log {self.log}:\n{tail_log(self.log)}")
         else:
             store.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -386,7 +393,7 @@ class VirtuosoServer(_Server):
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise KGError(f"virtuoso-t exited with code {self.proc.returncode} during start-up; log "
-                              f"{self.log}:\n{_tail(self.log)}\n{_tail(self.workdir / 'db' / 'virtuoso.log')}")
+                              f"{self.log}:\n{tail_log(self.log)}\n{tail_log(self.workdir / 'db' / 'virtuoso.log')}")
             try:
                 self._isql("status();", timeout=10)
                 return

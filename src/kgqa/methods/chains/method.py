@@ -58,7 +58,6 @@ import re
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -75,7 +74,7 @@ from kgqa.methods.registry import register_method
 from kgqa.steps.answers import presentable
 from kgqa.steps.explore import Action, Judgement
 from kgqa.steps.foresight.graph import Caps, expand, rank_answers
-from kgqa.steps.foresight.loading import ScorerLoader
+from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.foresight.steering import ChainSteering, ForesightPruner, verify_hop
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import reached_view
@@ -130,12 +129,7 @@ class ChainsConfig(CoRConfig):
     @field_validator("scorer")
     @classmethod
     def _scorer_dir(cls, value: str | None) -> str | None:
-        if value is not None:
-            path = Path(value).expanduser()
-            if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
-                raise ValueError(f"{value!r} is not a foresight scorer directory (expected scorer.json and weights.pt; "
-                                 "make one with `kgqa train fog ... --out DIR`)")
-        return value
+        return check_scorer_dir(value, what="foresight scorer")
 
 
 @dataclass

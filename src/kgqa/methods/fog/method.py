@@ -62,7 +62,6 @@ Where kgqa differs from the paper, and why:
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -77,7 +76,7 @@ from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand, rank_answers
-from kgqa.steps.foresight.loading import ScorerLoader
+from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.reply import BudgetedModel, ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
@@ -129,12 +128,7 @@ class FoGConfig(MethodConfig):
     @field_validator("scorer")
     @classmethod
     def _scorer_dir(cls, value: str | None) -> str | None:
-        if value is not None:
-            path = Path(value).expanduser()
-            if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
-                raise ValueError(f"{value!r} is not a FoG scorer directory (expected scorer.json and weights.pt; make "
-                                 "one with `kgqa train fog ... --out DIR`)")
-        return value
+        return check_scorer_dir(value, what="FoG scorer")
 
 
 class SubQuestions(Reply):

@@ -8,12 +8,23 @@ scorer was trained with, from the ``label-embeddings`` artifact when the store h
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from kgqa.core import MethodContext
 from kgqa.errors import ConfigError
 
-__all__ = ["ScorerLoader"]
+__all__ = ["ScorerLoader", "check_scorer_dir"]
+
+
+def check_scorer_dir(value: str | None, *, what: str = "FoG scorer") -> str | None:
+    """A config value naming a scorer directory, checked early (a settings error rather than a failed question)."""
+    if value is not None:
+        path = Path(value).expanduser()
+        if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
+            raise ValueError(f"{value!r} is not a {what} directory (expected scorer.json and weights.pt; make one with "
+                             "`kgqa train fog ... --out DIR`)")
+    return value
 
 
 class ScorerLoader:
