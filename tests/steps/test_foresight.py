@@ -193,6 +193,22 @@ def test_tau_e_keeps_only_triples_scoring_above_it_and_counts_the_rest(hub_kg: E
     assert len(seen) == 2  # nothing kept at layer 2: no third layer to score
 
 
+
+def test_seed_floor_keeps_the_best_relation_at_the_seeds_only_when_nothing_passes_there(cycle_kg: EmbeddedKG) -> None:
+    low = {"p": 0.01, "r": 0.005, "q": 0.5, "w": 0.001, "t": 0.001, "u": 0.001}
+    empty = expand(cycle_kg, ["s"], by_relation(low), hops=3, tau_e=0.02)
+    assert len(empty) == 0 and "seed_floor" not in empty.cut
+    floored = expand(cycle_kg, ["s"], by_relation(low), hops=3, tau_e=0.02, seed_floor=True)
+    first = [t for t, layer in zip(floored.triples, floored.edge_layer, strict=True) if layer == 1]
+    assert sorted(first) == [("s", "p", "a"), ("s", "p", "c")]  # the best group (p, out), both its triples
+    assert floored.cut["seed_floor"] == 2
+    # beyond the seeds tau_e rules as usual: q passes, w/t/u (and the floor's own relation p) do not
+    assert {t[1] for t, layer in zip(floored.triples, floored.edge_layer, strict=True) if layer > 1} == {"q"}
+    # a seed layer that keeps something is left alone
+    kept = expand(cycle_kg, ["s"], by_relation({**low, "p": 0.3}), hops=1, tau_e=0.02, seed_floor=True)
+    assert "seed_floor" not in kept.cut and {t[1] for t in kept.triples} == {"p"}
+
+
 def test_filter_scores_false_keeps_every_triple_and_skip_is_never_expanded(hub_kg: EmbeddedKG) -> None:
     plain = expand(hub_kg, ["h"], by_relation({"t": 0.0, "s": 0.0, "u": 0.0}), hops=2, tau_e=0.5,
                    filter_scores=False)
@@ -412,3 +428,42 @@ def test_gold_walk_never_re_enters_the_topic(film_kg: EmbeddedKG) -> None:
     assert not back_to_topic.reached and back_to_topic.positives == set()
     # a topic missing from the KG reaches nothing
     assert not gold_walk(film_kg, TrainingQuestion("?", ("nowhere",), chain, frozenset({"F2"}))).reached
+
+
+def test_word_dropout_keeps_topic_mentions_whole_and_is_seeded() -> None:
+    import random
+
+    from kgqa.steps.foresight.training import drop_words
+
+    text = "which films did the director of Tom Hanks Jr. also write"
+    first = [drop_words(text, ["Tom Hanks Jr."], 0.6, random.Random(3)) for _ in range(2)]
+    assert first[0] == first[1]  # the same seed, the same copy
+    copies = [drop_words(text, ["Tom Hanks Jr."], 0.6, random.Random(seed)) for seed in range(40)]
+    assert all("Tom Hanks Jr." in c for c in copies)
+    assert any("[MASK]" in c for c in copies) and any(len(c.split()) < len(text.split()) for c in copies)
+    assert drop_words(text, ["Tom Hanks Jr."], 0.0, random.Random(0)) == text
+    words = text.split()
+    for c in copies:  # nothing is invented: every word left is the original's, in order, or the mask
+        rest = iter(words)
+        assert all(w == "[MASK]" or any(w == o for o in rest) for w in c.split())
+
+
+def test_validation_by_template_holds_out_every_question_of_a_held_out_template() -> None:
+    import random
+
+    from kgqa.steps.foresight.training import TrainSettings, question_template, split_validation
+
+    chain = parse_chain("directed_by")
+    templates = [f"who {verb} {{}}" for verb in ("directed", "made", "helmed", "filmed", "shot", "produced")]
+    questions = [TrainingQuestion(t.format(name), (name,), chain, frozenset({"x"}), mentions=(name,))
+                 for t in templates for name in ("Alien", "Heat", "Ran", "Up")]
+    settings = TrainSettings(validation_share=0.3, validation_by="template")
+    val, train = split_validation(questions, settings, random.Random(0))
+    assert val and train and not val & set(train) and len(val) + len(train) == len(questions)
+    held = {question_template(questions[i]) for i in val}
+    assert not held & {question_template(questions[i]) for i in train}  # no template on both sides
+    assert all(len([i for i in val if question_template(questions[i]) == h]) == 4 for h in held)
+    again, _ = split_validation(questions, settings, random.Random(0))
+    assert again == val
+    by_question, _ = split_validation(questions, TrainSettings(validation_share=0.3), random.Random(0))
+    assert len(by_question) == round(0.3 * len(questions))

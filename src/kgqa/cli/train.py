@@ -50,12 +50,19 @@ def train_group() -> None:
                                                      "(default: all).")
 @click.option("--validation-share", type=float, default=0.05, show_default=True,
               help="Share of the questions held out for validation and early stopping.")
+@click.option("--validation-by", type=click.Choice(["question", "template"]), default="question", show_default=True,
+              help="Hold out a share of the questions, or of the question templates (topic abstracted): the latter "
+                   "validates on wordings the scorer never saw.")
+@click.option("--word-dropout", type=float, default=0.0, show_default=True,
+              help="Share of each question's words deleted or masked in an augmented copy the scorer also trains on "
+                   "(0: none; docs/fog.md).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
               epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int, stop_negatives: int,
-              hidden: int, limit: int | None, validation_share: float, seed: int, data_dir: str | None) -> None:
+              hidden: int, limit: int | None, validation_share: float, validation_by: str, word_dropout: float, seed: int,
+              data_dir: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -81,6 +88,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         raise ConfigError(f"--lr must be between 0 and 1, got {lr}")
     if not 0 <= validation_share < 0.5:
         raise ConfigError(f"--validation-share must be in [0, 0.5), got {validation_share}")
+    if not 0 <= word_dropout < 1:
+        raise ConfigError(f"--word-dropout must be in [0, 1), got {word_dropout}")
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
@@ -104,7 +113,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         labels = LabelVectors(kg, embedder, table)
         settings = TrainSettings(lr=lr, epochs=epochs, batch_size=batch_size, kappa=kappa, seed=seed,
                                  stop_negatives=stop_negatives,
-                                 validation_share=validation_share, propagation_epochs=propagation_epochs,
+                                 validation_share=validation_share, validation_by=validation_by,
+                                 word_dropout=word_dropout, propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
@@ -259,6 +269,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
     rows = "\n".join(f"| {r['phase']} | {r['epoch']} | {r['train_loss']:.4f} | {r['val_loss']:.4f} | "
                      f"{r['val_accuracy']:.4f} | {r['seconds']:.0f} |" for r in history)
     s = training["settings"]
+    held_note = ": every question of a held-out template" if s.get("validation_by") == "template" else ""
     return f"""# FoG foresight scorer
 
 - Command: `{training['command']}`
@@ -267,6 +278,8 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Data: {', '.join(training['datasets'])} ({training['split']} split): {training['data']['questions']} questions with gold
   chains ({training['data']['per_dataset']}); skipped {training['data']['skipped']}
 - Held out for validation and early stopping: {summary.get('validation_questions')} questions
+  (by {s.get('validation_by', 'question')}{held_note})
+- Word dropout: {s.get('word_dropout', 0.0)} (share of words deleted or masked in each question's augmented copy)
 - Triples: {summary.get('train_triples')} training, {summary.get('validation_triples')} validation
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},

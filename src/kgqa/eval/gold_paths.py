@@ -73,7 +73,9 @@ def training_questions(datasets: list[str], split: str, *, data_dir: str | None 
             if not topics or not answers:
                 out.skipped["no topic or no answers"] += 1
                 continue
-            out.questions.append(TrainingQuestion(question.text, topics, chain, answers, source=question.id))
+            mentions = tuple(t.name for t in question.topic_entities if t.name)
+            out.questions.append(TrainingQuestion(question.text, topics, chain, answers, source=question.id,
+                                                  mentions=mentions))
             count += 1
         out.per_dataset[name] = count
         if count == 0:

@@ -202,7 +202,7 @@ class Chains(ChainMethod):
         caps = Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
                     node_fanout=cfg.node_fanout)
         graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, scorer.questions(labels, texts)),
-                       hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e, caps=caps)
+                       hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e, caps=caps, seed_floor=True)
         scorer.propagate(graph)
         # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain first.
         ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),

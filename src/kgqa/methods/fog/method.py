@@ -56,6 +56,9 @@ Where kgqa differs from the paper, and why:
   intermediate edge such as an actor's films stays ambiguous even after propagation); paths may pass an entity twice
   but never return to a topic (``simple_paths``: the writer of Kadosh directed the other films he wrote, and MetaQA
   counts him).
+* ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
+  (relation, direction) group there is kept anyway. The paper's expansion then ends empty, and no answer can be right;
+  it happens on questions worded unlike the training ones ("Which filmmakers have directed [an actor]?").
 * An LLM answer is grounding ``synthesis`` (the KG gave the triples, the model picked the answer among them).
 """
 
@@ -101,6 +104,8 @@ class FoGConfig(MethodConfig):
         default="directed", description="directed: far-to-near FFP; undirected: the GNN ablation; none: w/o FFP")
     memory: bool = Field(default=True, description="False: w/o the memory subgraph manager (ablation)")
     foresight_expansion: bool = Field(default=True, description="False: plain BFS within the caps, then the scorer")
+    seed_floor: bool = Field(default=True, description="when no triple at the topics passes tau_e, keep the best-scored "
+                                                       "relation there anyway (an empty first layer has no answer)")
     seed_fanout: int = Field(default=2000, ge=1, description="neighbours per (entity, relation, direction) at a topic")
     fanout: int = Field(default=200, ge=1, description="neighbours per (entity, relation, direction) further out")
     max_frontier: int = Field(default=500, ge=1, description="frontier nodes expanded per layer (best-scored first)")
@@ -226,7 +231,8 @@ class FoG(KGQAMethod):
         caps = Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
                     node_fanout=cfg.node_fanout)
         graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), hops=cfg.hops, tau_e=cfg.tau_e,
-                       orientation=cfg.orientation, caps=caps, skip=skip, filter_scores=cfg.foresight_expansion)
+                       orientation=cfg.orientation, caps=caps, skip=skip, filter_scores=cfg.foresight_expansion,
+                       seed_floor=cfg.seed_floor)
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")

@@ -100,10 +100,15 @@ class ExpandedGraph:
 
 def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *, hops: int = 3, tau_e: float = 0.1,
            orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
-           filter_scores: bool = True) -> ExpandedGraph:
+           filter_scores: bool = True, seed_floor: bool = False) -> ExpandedGraph:
     """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
     (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (absorbed into memory
-    or rejected by the memory manager) are never expanded."""
+    or rejected by the memory manager) are never expanded.
+
+    ``seed_floor``: when no triple at the seeds passes tau_e, the best-scored (relation, direction) group there is kept
+    anyway (``cut["seed_floor"]`` counts its triples). The answer is reachable from a topic, so an empty first layer is
+    always a wrong reading; it happens when a question is worded unlike any the scorer was trained on, and the layers
+    beyond are then scored as usual."""
     graph = ExpandedGraph(seeds=list(dict.fromkeys(seeds)), orientation=orientation)
     seed_set = set(graph.seeds)
     frontier = [graph.node(s, 0) for s in graph.seeds]
@@ -125,6 +130,12 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
         scores, payload = score_batch(triples, layers, backward)
         graph.scored += len(candidates)
         keep = np.flatnonzero(scores > tau_e) if filter_scores else np.arange(len(candidates))
+        if depth == 1 and seed_floor and len(keep) == 0:
+            best = int(np.argmax(scores))
+            group = (triples[best][1], bool(backward[best]))
+            keep = np.asarray([row for row in range(len(candidates))
+                               if (triples[row][1], bool(backward[row])) == group], dtype=np.int64)
+            graph.count("seed_floor", len(keep))
         graph.count("below_tau_e", len(candidates) - len(keep))
         kept_rows: list[int] = []
         next_frontier: dict[int, float] = {}

@@ -17,7 +17,15 @@ Two phases, both seeded:
    zero-state scores so expansion keeps its calibration.
 
 A part of the questions (``validation_share``) is held out of both phases: the validation loss picks the best epoch
-(early stopping with ``patience``).
+(early stopping with ``patience``). ``validation_by="template"`` holds out whole question templates (the text with its
+topic mentions abstracted) instead of single questions, so validation measures what a new wording costs rather than
+how well the training wordings are remembered.
+
+**Word dropout** (``word_dropout`` p, kgqa's addition): every training question also gets one corrupted copy, each of
+its words outside the topic mentions deleted with probability p/2 or replaced by the encoder's mask token with
+probability p/2, and each training triple reads the copy half the time. A scorer trained on a few templates per
+question type learns to lean on every cue a question gives (the answer type, each relation word) rather than on one
+template word; unseen verbs ("helmed") then cost less. Validation always reads the questions as written.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,6 +57,7 @@ class TrainingQuestion:
     chain: Chain
     answers: frozenset[str]
     source: str = ""
+    mentions: tuple[str, ...] = ()  # the topics' surface forms in ``text`` (kept by word dropout, abstracted in templates)
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,10 @@ class TrainSettings:
     tau_e: float = 0.02  # FoG's default, so propagation trains on the graphs it will run on
     hops: int = 3
     seed: int = 0
+    #: share of a question's words corrupted in its augmented copy (0: no copy; see the module docstring)
+    word_dropout: float = 0.0
+    #: "question" (a random share of questions) or "template" (a random share of question templates)
+    validation_by: str = "question"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,11 +244,7 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     started = time.perf_counter()
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
-    order = list(range(len(questions)))
-    rng.shuffle(order)
-    n_val = max(1, round(settings.validation_share * len(order))) if settings.validation_share > 0 and len(order) > 1 \
-        else 0
-    val_ids, train_ids = set(order[:n_val]), order[n_val:]
+    val_ids, train_ids = split_validation(questions, settings, rng)
 
     # -- examples ----------------------------------------------------------------------------------------------------
     say(f"gold walks and sampled triples for {len(questions)} questions")
@@ -263,8 +273,13 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     say(f"{len(train_ex)} training and {len(val_ex)} validation triples "
         f"({sum(e.label for e in examples):.0f} positive); {unreached} questions whose chain reaches no gold answer")
 
-    say("question token vectors")
-    q_tokens, q_mask = labels.tokens([q.text for q in questions])
+    texts = [q.text for q in questions]
+    augmented = settings.word_dropout > 0
+    if augmented:  # rows N.. hold the corrupted copies (see the module docstring)
+        noise = random.Random(f"{settings.seed}:word-dropout")
+        texts += [drop_words(q.text, q.mentions, settings.word_dropout, noise) for q in questions]
+    say("question token vectors" + (" (with word-dropout copies)" if augmented else ""))
+    q_tokens, q_mask = labels.tokens(texts)
     # float16 at rest (MetaQA dev: 39k questions x ~20 tokens), float32 per batch
     q_store = torch.from_numpy(q_tokens.astype(np.float16)).unsqueeze(1)
     q_pad = torch.from_numpy(q_mask).unsqueeze(1)
@@ -293,6 +308,8 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             idx = perm[lo:lo + settings.batch_size]
             with torch.set_grad_enabled(train):
                 rows = data["question"][idx]
+                if train and augmented:  # half the triples read their question's corrupted copy
+                    rows = rows + len(questions) * (torch.rand(len(idx)) < 0.5).long()
                 vectors = data["vectors"]
                 pad = q_pad[rows]
                 width = int((~pad).sum(dim=-1).max())  # trim the batch's questions to its longest one
@@ -339,6 +356,64 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
                "propagation": prop_summary, "seconds": time.perf_counter() - started,
                "validation_ids": sorted(val_ids)}
     return TrainResult(scorer, history, summary)
+
+
+def question_template(question: TrainingQuestion) -> str:
+    """The question's wording with its topic mentions abstracted ("who directed {}"), lower-cased."""
+    text = question.text
+    for mention in sorted(question.mentions, key=len, reverse=True):
+        if mention:
+            text = text.replace(mention, "{}")
+    return " ".join(text.lower().split())
+
+
+def split_validation(questions: Sequence[TrainingQuestion], settings: TrainSettings,
+                     rng: random.Random) -> tuple[set[int], list[int]]:
+    """(validation ids, training ids): a seeded ``validation_share`` of the questions, or of their templates when
+    ``validation_by`` is "template" (every question of a held-out template is held out)."""
+    order = list(range(len(questions)))
+    rng.shuffle(order)
+    if settings.validation_share <= 0 or len(order) < 2:
+        return set(), order
+    target = max(1, round(settings.validation_share * len(order)))
+    if settings.validation_by == "question":
+        return set(order[:target]), order[target:]
+    if settings.validation_by != "template":
+        from kgqa.errors import ConfigError
+
+        raise ConfigError(f"validation_by must be 'question' or 'template', got {settings.validation_by!r}")
+    groups: dict[str, list[int]] = {}
+    for i in order:
+        groups.setdefault(question_template(questions[i]), []).append(i)
+    val: set[int] = set()
+    for members in groups.values():  # templates in the shuffled order of their first question
+        if len(val) >= target or len(val) + len(members) >= len(order):
+            break
+        val.update(members)
+    return val, [i for i in order if i not in val]
+
+
+_WORD_RE = re.compile(r"\S+")
+
+
+def drop_words(text: str, mentions: Sequence[str], p: float, rng: random.Random, mask: str = "[MASK]") -> str:
+    """``text`` with each word outside the ``mentions`` deleted (probability p/2) or replaced by ``mask`` (p/2)."""
+    protected: list[tuple[int, int]] = []
+    for mention in mentions:
+        start = text.find(mention) if mention else -1
+        while start >= 0:
+            protected.append((start, start + len(mention)))
+            start = text.find(mention, start + len(mention))
+    words: list[str] = []
+    for match in _WORD_RE.finditer(text):
+        if any(lo < match.end() and match.start() < hi for lo, hi in protected):
+            words.append(match.group())
+            continue
+        draw = rng.random()
+        if draw < p / 2:
+            continue
+        words.append(mask if draw < p else match.group())
+    return " ".join(words) if words else text
 
 
 def _example_tensors(torch: Any, labels: LabelVectors, examples: list[Example]) -> dict[str, Any]:
@@ -399,7 +474,9 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
     reached_val = [i for i in val_ids if walks[i].reached]
     n_val = min(len(reached_val), max(50, settings.propagation_questions // 10))
     chosen = rng.sample(reached_train, min(len(reached_train), settings.propagation_questions))
-    chosen_val = reached_val[:n_val]
+    # a random sample: the ids are sorted, so the first ones would all be of the first dataset (MetaQA 1-hop), whose
+    # loss falls as the deeper hops' rises, and early stopping would then keep the untrained propagation
+    chosen_val = rng.sample(reached_val, n_val)
     say(f"expanding {len(chosen)} training and {len(chosen_val)} validation subgraphs with the phase-1 scorer")
     net.eval()
     build: Any = chosen + chosen_val
@@ -498,13 +575,15 @@ def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelV
     from kgqa.steps.answers import presentable
     from kgqa.steps.foresight.graph import rank_answers
 
-    chosen = list(ids)[:limit]
+    chosen = list(ids)
+    if len(chosen) > limit:  # a seeded sample: the ids are sorted, and the first ones are all of one dataset
+        chosen = sorted(random.Random(0).sample(chosen, limit))
     totals = {"hit": 0.0, "hits1": 0.0, "f1": 0.0}
     started = time.perf_counter()
     for i in chosen:
         q = questions[i]
         graph = expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])), hops=hops,
-                       tau_e=tau_e)
+                       tau_e=tau_e, seed_floor=True)
         scorer.propagate(graph)
         ranked, _ = rank_answers(graph, tau_p, within="expanded", combine="min_last", simple=False,
                                  answerable=lambda ids: set(presentable(kg, ids)))

@@ -1,0 +1,42 @@
+"""``kgqa train fog`` end to end on the packaged demo KG (hashing encoder, a tiny network): the word-dropout and
+template-validation settings reach the model directory, and a held-out template has no question in training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgqa.cli import main
+from kgqa.eval.datasets import load_dataset
+from kgqa.eval.gold_paths import training_questions
+from kgqa.steps.foresight.training import question_template
+
+
+def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "scorer"
+    code = main([
+        "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
+        "--epochs", "1", "--propagation-epochs", "1", "--propagation-questions", "20", "--word-dropout", "0.3",
+        "--validation-by", "template", "--validation-share", "0.2", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["settings"]["word_dropout"] == 0.3 and config["settings"]["validation_by"] == "template"
+    card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "Word dropout: 0.3" in card and "every question of a held-out template" in card
+    meta = json.loads((out / "scorer.json").read_text(encoding="utf-8"))
+    held, trained = set(meta["validation_questions"]), set(meta["training_questions"])
+    assert held and held < trained  # training_questions lists every question given, the held-out ones included
+    by_id = {q.source: q for q in training_questions(["demo"], "test").questions}
+    held_templates = {question_template(by_id[i]) for i in held}
+    assert not held_templates & {question_template(by_id[i]) for i in trained - held}
+    assert len(load_dataset("demo", "test")) >= len(trained)
+
+
+def test_word_dropout_out_of_range_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--word-dropout", "1.5",
+                 "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--word-dropout must be in [0, 1)" in err and "Traceback" not in err
