@@ -21,6 +21,16 @@ FILMS_OF_NOLAN = "Which films did Christopher Nolan direct?"
 def kit_scorer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scorer trained by ``train_scorer`` on five kit questions (hashing embedder, hidden 16), saved as
     ``kgqa train fog`` saves one."""
+    return train_kit_scorer(tmp_path_factory.mktemp("fog") / "scorer", seed=0)
+
+
+@pytest.fixture(scope="session")
+def kit_scorer_dir_seed1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same training on another seed: a second member for ensemble tests."""
+    return train_kit_scorer(tmp_path_factory.mktemp("fog") / "scorer-seed1", seed=1)
+
+
+def train_kit_scorer(out: Path, *, seed: int) -> Path:
     kg = shared_movie_kg()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -39,7 +49,7 @@ def kit_scorer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                          frozenset({"m.nolan", "m.scorsese"})),
     ]
     settings = TrainSettings(lr=1e-2, epochs=3, batch_size=32, validation_share=0.0, propagation_epochs=1,
-                             propagation_lr=1e-2, propagation_questions=5, seed=0)
+                             propagation_lr=1e-2, propagation_questions=5, seed=seed)
     spec = NetSpec(input_dim=64, hidden=16, heads=2, self_blocks=1, propagation_layers=1)
     try:
         result = train_scorer(kg, questions, LabelVectors(kg, offline_embedder(64)), settings=settings, net_spec=spec,
@@ -47,6 +57,5 @@ def kit_scorer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         torch.set_num_threads(threads)
     assert result.summary["unreached"] == 0  # every gold chain reaches its answers on the kit KG
-    out = tmp_path_factory.mktemp("fog") / "scorer"
     result.scorer.save(out, {"trained_on": "five kit questions"})
     return out

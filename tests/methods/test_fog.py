@@ -261,3 +261,59 @@ def test_a_saved_scorer_loads_with_its_shape_and_encoder(scorer_dir: Path) -> No
     scorer = ForesightScorer.load(scorer_dir)
     assert scorer.encoder == ENCODER and scorer.net.spec.hidden == 16 and scorer.meta["trained_on"] == "five kit questions"
     assert not scorer.net.training
+
+
+
+def test_an_ensemble_scores_and_propagates_as_the_mean_of_its_members(kg: EmbeddedKG, scorer_dir: Path,
+                                                                       kit_scorer_dir_seed1: Path,
+                                                                       tmp_path: Path) -> None:
+    import numpy as np
+
+    from kgqa.steps.foresight.graph import expand
+    from kgqa.steps.foresight.scorer import LabelVectors, ScorerEnsemble, load_scorer
+
+    assert main(["train", "ensemble", "--member", str(scorer_dir), "--member", str(kit_scorer_dir_seed1),
+                 "--out", str(tmp_path / "ens")]) == 0
+    ensemble = load_scorer(tmp_path / "ens")
+    assert isinstance(ensemble, ScorerEnsemble) and ensemble.encoder == ENCODER and len(ensemble.members) == 2
+    labels = LabelVectors(kg, offline_embedder(64))
+    texts = ["Which actors starred in films directed by Christopher Nolan?"]
+    graphs = {}
+    for name, scorer in (("ensemble", ensemble), *((f"member{k}", m) for k, m in enumerate(ensemble.members))):
+        graph = expand(kg, ["m.nolan"], scorer.scorer_for(labels, scorer.questions(labels, texts)), hops=3, tau_e=0.0)
+        initial = list(graph.initial)
+        scorer.propagate(graph)
+        graphs[name] = (graph, initial)
+    ens, ens_initial = graphs["ensemble"]
+    first, first_initial = graphs["member0"]
+    second, second_initial = graphs["member1"]
+    assert ens.triples == first.triples == second.triples  # tau_e 0: the same subgraph whatever the scores
+    assert np.allclose(ens_initial, (np.array(first_initial) + np.array(second_initial)) / 2, atol=1e-6)
+    assert np.allclose(ens.scores, (np.array(first.scores) + np.array(second.scores)) / 2, atol=1e-6)
+    assert not np.allclose(first.scores, second.scores)  # two seeds, two different scorers
+    assert all(p.dim() == 3 for p, _ in ens.payloads if len(p))  # triples x members x hidden, restored after use
+
+
+def test_fog_reads_with_an_ensemble_directory_and_bad_ensembles_are_one_line_errors(
+        kg: EmbeddedKG, scorer_dir: Path, kit_scorer_dir_seed1: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ens = tmp_path / "ens"
+    ens.mkdir()
+    (ens / "ensemble.json").write_text(json.dumps({"members": [str(scorer_dir), str(kit_scorer_dir_seed1)]}))
+    ctx, _, _ = context(kg, None, embedder=offline_embedder(64))
+    pred = solve(FoG(mode="graph", scorer=str(ens), tau_e=0.0), question("Who directed Shutter Island?",
+                                                                        ("m.shutter", "Shutter Island")), ctx)
+    assert pred.error is None and pred.grounding == "structured" and pred.answers and pred.evidence
+    # a member that is not a scorer; an unreadable ensemble.json; too few members; an existing --out
+    (ens / "ensemble.json").write_text(json.dumps({"members": [str(scorer_dir), str(tmp_path / "gone")]}))
+    assert main(ask_args(kg, ens)) == 2
+    assert "not a FoG scorer directory" in capsys.readouterr().err
+    (ens / "ensemble.json").write_text("{not json")
+    assert main(ask_args(kg, ens)) == 2
+    err = capsys.readouterr().err
+    assert "ensemble.json cannot be read" in err and "Traceback" not in err
+    assert main(["train", "ensemble", "--member", str(scorer_dir), "--out", str(tmp_path / "one")]) == 2
+    assert "at least two --member" in capsys.readouterr().err
+    assert main(["train", "ensemble", "--member", str(scorer_dir), "--member", str(kit_scorer_dir_seed1),
+                 "--out", str(ens)]) == 2
+    assert "not empty" in capsys.readouterr().err

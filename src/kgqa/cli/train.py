@@ -1,5 +1,5 @@
 """``kgqa train``: train what a method loads (``kgqa train fog``: FoG's foresight scorer) into a model directory, or
-build it (``kgqa train srp``: SRP's reference base).
+build it (``kgqa train srp``: SRP's reference base; ``kgqa train ensemble``: scorers combined into one).
 
 ``kgqa train fog --dataset metaqa-1hop --dataset metaqa-2hop --dataset metaqa-3hop --split dev --kg KG --out MODELDIR``
 writes MODELDIR/weights.pt, scorer.json (network shape, encoder, settings, history), config.json (the training
@@ -140,6 +140,42 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     (out / "MODEL_CARD.md").write_text(_card(training, result.history, result.summary, validation, plotted),
                                        encoding="utf-8")
     click.echo(f"wrote {out} ({training['seconds']:.0f} s); use it with --method fog --method-config scorer={out}")
+
+
+@train_group.command("ensemble")
+@click.option("--member", "members", multiple=True, required=True, type=click.Path(file_okay=False),
+              help="A trained scorer directory (`kgqa train fog --out DIR`); repeat for each member.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Ensemble directory to write.")
+def train_ensemble(members: tuple[str, ...], out_dir: str) -> None:
+    """Combine trained FoG scorers (e.g. the same command with other --seed values) into one ensemble directory: the
+    mean of their scores, used like a scorer with --method-config scorer=OUT (docs/fog.md)."""
+    from kgqa.steps.foresight.scorer import ENSEMBLE, ForesightScorer, ScorerEnsemble
+
+    if len(members) < 2:
+        raise ConfigError(f"an ensemble needs at least two --member directories, got {len(members)}")
+    out = Path(out_dir).expanduser()
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    paths = [Path(m).expanduser().resolve() for m in members]
+    if len(set(paths)) < len(paths):
+        raise ConfigError("--member: the same directory is given twice")
+    loaded = ScorerEnsemble([ForesightScorer.load(p) for p in paths])  # checks each member and the shared encoder
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ENSEMBLE).write_text(json.dumps({"members": [str(p) for p in paths]}, indent=2) + "\n", encoding="utf-8")
+    lines = ["# FoG scorer ensemble", "", f"- Encoder (shared): `{loaded.encoder}`", f"- kgqa commit: {_commit()}",
+             "- Scores: the members' mean s_t at expansion and after propagation", "", "| member | validation hit | "
+             "Hits@1 | F1 | validated by | word dropout |", "|---|---|---|---|---|---|"]
+    for path, member in zip(paths, loaded.members, strict=True):
+        val = member.meta.get("validation")
+        val = val if isinstance(val, dict) else {}
+        trained_on = member.meta.get("trained_on")
+        settings = trained_on.get("settings") if isinstance(trained_on, dict) else None
+        settings = settings if isinstance(settings, dict) else {}
+        lines.append(f"| `{path}` | {val.get('hit', float('nan')):.1f} | {val.get('hits1', float('nan')):.1f} | "
+                     f"{val.get('f1', float('nan')):.1f} | {settings.get('validation_by', 'question')} | "
+                     f"{settings.get('word_dropout', 0.0)} |")
+    (out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    click.echo(f"wrote {out} ({len(paths)} members); use it with --method fog --method-config scorer={out}")
 
 
 @train_group.command("srp")

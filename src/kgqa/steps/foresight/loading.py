@@ -21,9 +21,11 @@ def check_scorer_dir(value: str | None, *, what: str = "FoG scorer") -> str | No
     """A config value naming a scorer directory, checked early (a settings error rather than a failed question)."""
     if value is not None:
         path = Path(value).expanduser()
+        if (path / "ensemble.json").is_file():
+            return value  # an ensemble of scorers: its members are checked when it loads
         if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
-            raise ValueError(f"{value!r} is not a {what} directory (expected scorer.json and weights.pt; make one with "
-                             "`kgqa train fog ... --out DIR`)")
+            raise ValueError(f"{value!r} is not a {what} directory (expected scorer.json and weights.pt, or "
+                             "ensemble.json; make one with `kgqa train fog ... --out DIR`)")
     return value
 
 
@@ -38,12 +40,12 @@ class ScorerLoader:
         self._labels: dict[int, Any] = {}
 
     def get(self, ctx: MethodContext) -> tuple[Any, Any]:
-        from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
+        from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
         from kgqa.text import load_embedder
 
         with self._lock:
             if self._scorer is None:
-                self._scorer = ForesightScorer.load(self.path) if self.path is not None else self._default(ctx)
+                self._scorer = load_scorer(self.path) if self.path is not None else self._default(ctx)
             scorer = self._scorer
             labels = self._labels.get(id(ctx.kg))
             if labels is None:

@@ -3,6 +3,12 @@ and feedback propagation with re-scoring over an expanded graph.
 
 A scorer directory (``kgqa train fog --out MODELDIR``) holds ``weights.pt`` (the network's state), ``scorer.json``
 (the network's shape, the frozen encoder's name and how it was trained), ``MODEL_CARD.md`` and ``loss.png``.
+
+An *ensemble* directory (``kgqa train fog --members K``) holds ``ensemble.json`` ({"members": [dir, ...]}, paths
+relative to it or absolute) and the member directories: every member scores each triple and the ensemble's s_t is their
+mean, at expansion and after propagation (each member propagates with its own network over the shared subgraph).
+Members trained on different seeds disagree most where a question is worded unlike their training questions; the mean
+is steadier there than any one of them (docs/fog.md).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from kgqa.steps.foresight.graph import ExpandedGraph, Triple
 
 WEIGHTS = "weights.pt"
 META = "scorer.json"
+ENSEMBLE = "ensemble.json"
 UNNAMED = "unnamed node"
 _CHUNK = 4096
 
@@ -201,3 +208,66 @@ class ForesightScorer:
             h = self.net.propagate(z, near, far, depth, len(graph.node_entity), undirected=undirected)
             scores = torch.sigmoid(self.net.rescore(z, torch.tensor(heads), torch.tensor(tails), h))
         graph.scores = scores.numpy().astype(float).tolist()
+
+
+class ScorerEnsemble:
+    """The mean of several foresight scorers that read with one encoder (see the module docstring)."""
+
+    def __init__(self, members: Sequence[ForesightScorer], path: Path | None = None) -> None:
+        if not members:
+            raise ConfigError("a scorer ensemble needs at least one member")
+        encoders = {m.encoder for m in members}
+        if len(encoders) > 1:
+            raise ConfigError(f"the members of a scorer ensemble must share an encoder, found {sorted(encoders)}")
+        self.members = list(members)
+        self.encoder = self.members[0].encoder
+        self.meta: dict[str, Any] = {"encoder": self.encoder, "members": [str(m.path) for m in self.members]}
+        self.path = path
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScorerEnsemble:
+        directory = Path(path).expanduser()
+        try:
+            listed = json.loads((directory / ENSEMBLE).read_text(encoding="utf-8"))["members"]
+            if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
+                raise TypeError("'members' must be a list of directory names")
+        except (OSError, KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"scorer={str(path)!r}: {ENSEMBLE} cannot be read ({type(exc).__name__}: {exc})") from None
+        return cls([ForesightScorer.load(directory / m) for m in listed], directory)
+
+    def questions(self, labels: LabelVectors, texts: Sequence[str]) -> tuple[Any, Any]:
+        return self.members[0].questions(labels, texts)
+
+    def score_triples(self, labels: LabelVectors, questions: Any, triples: list[Triple], layers: np.ndarray,
+                      backward: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The members' mean s_t; the payload stacks their z_t rows (triples x members x hidden)."""
+        torch = _torch()
+        results = [m.score_triples(labels, questions, triples, layers, backward) for m in self.members]
+        scores = np.mean([r[0] for r in results], axis=0).astype(np.float32)
+        return scores, torch.stack([r[1] for r in results], dim=1)
+
+    def scorer_for(self, labels: LabelVectors, questions: Any) -> Any:
+        return lambda triples, layers, backward: self.score_triples(labels, questions, triples, layers, backward)
+
+    def propagate(self, graph: ExpandedGraph, *, undirected: bool = False) -> None:
+        """Each member propagates over ``graph`` with its own z_t; the re-scores are averaged."""
+        if not len(graph):
+            return
+        payloads = graph.payloads
+        totals = np.zeros(len(graph), dtype=float)
+        try:
+            for k, member in enumerate(self.members):
+                graph.payloads = [(payload[:, k], rows) for payload, rows in payloads]
+                member.propagate(graph, undirected=undirected)
+                totals += np.asarray(graph.scores, dtype=float)
+        finally:
+            graph.payloads = payloads
+        graph.scores = (totals / len(self.members)).tolist()
+
+
+def load_scorer(path: str | Path) -> ForesightScorer | ScorerEnsemble:
+    """A scorer directory or an ensemble directory (``ensemble.json``), whichever ``path`` holds."""
+    directory = Path(path).expanduser()
+    if (directory / ENSEMBLE).is_file():
+        return ScorerEnsemble.load(directory)
+    return ForesightScorer.load(directory)
