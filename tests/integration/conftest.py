@@ -52,7 +52,7 @@ def _server_importable() -> str | None:
     return f"llama_cpp.server cannot be imported ({last}); pip install 'llama-cpp-python[server]'"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # not session: its prompt cache grows to >10 GB RSS, freed as soon as the module ends
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     why = _server_importable()
     if why is not None:
