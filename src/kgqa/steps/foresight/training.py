@@ -22,8 +22,9 @@ topic mentions abstracted) instead of single questions, so validation measures w
 how well the training wordings are remembered.
 
 **Word dropout** (``word_dropout`` p, kgqa's addition): every training question also gets one corrupted copy, each of
-its words outside the topic mentions deleted with probability p/2 or replaced by the encoder's mask token with
-probability p/2, and each training triple reads the copy half the time. A scorer trained on a few templates per
+its words outside the topic mentions deleted with probability p/2 or replaced by ``[MASK]`` with probability p/2 (the
+mask token of BERT-family encoders such as MiniLM; other encoders read it as a word), and each training triple reads
+the copy half the time. A scorer trained on a few templates per
 question type learns to lean on every cue a question gives (the answer type, each relation word) rather than on one
 template word; unseen verbs ("helmed") then cost less. Validation always reads the questions as written.
 """
