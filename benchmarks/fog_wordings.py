@@ -24,23 +24,15 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from kgqa.provenance import source_commit
+
 HOPS = (1, 2, 3)
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parent)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                               cwd=Path(__file__).resolve().parent).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run_eval(dataset: str, scorer: str, kg: str, data_dir: str | None, out: Path, extra: list[str]) -> dict:
@@ -86,7 +78,7 @@ def main() -> None:
             rows.append({"scorer": name, "path": path, "hops": hop, "reworded": reworded, "test": test,
                          "gap": test["hits1"] - reworded["hits1"]})
             print(f"{name} {hop}-hop: test Hits@1 {test['hits1']:.1f}, reworded {reworded['hits1']:.1f}", flush=True)
-    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": _commit(),
+    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": source_commit() or "unknown",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "kg": args.kg,
             "test_limit": args.test_limit, "seed": args.seed}
     out_dir = Path(args.out_dir)
@@ -94,7 +86,7 @@ def main() -> None:
     (out_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n",
                                                encoding="utf-8")
     lines = [f"# FoG graph mode: MetaQA's wordings and ours ({meta['date']}, commit {meta['commit']})", "",
-             f"Command: `python benchmarks/fog_wordings.py {' '.join(args_quoted(sys.argv[1:]))}`; MetaQA test: "
+             f"Command: `python benchmarks/fog_wordings.py {shlex.join(sys.argv[1:])}`; MetaQA test: "
              f"{args.test_limit} questions per hop (`--limit {args.test_limit} --shuffle --seed {args.seed}`); "
              "reworded: all 100 per hop.", "",
              "| scorer | hops | test Hits@1 | test hit | reworded Hits@1 | reworded hit | reworded F1 | gap (Hits@1) |",
@@ -106,12 +98,6 @@ def main() -> None:
     lines += ["", "Scorers: " + "; ".join(f"{n} = `{p}`" for n, p in scorers)]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {out_dir / (args.name + '.md')}")
-
-
-def args_quoted(argv: list[str]) -> list[str]:
-    import shlex
-
-    return [shlex.quote(a) for a in argv]
 
 
 if __name__ == "__main__":

@@ -19,13 +19,15 @@ __all__ = ["ScorerLoader", "check_scorer_dir"]
 
 def check_scorer_dir(value: str | None, *, what: str = "FoG scorer") -> str | None:
     """A config value naming a scorer directory, checked early (a settings error rather than a failed question)."""
+    from kgqa.steps.foresight.scorer import ENSEMBLE, META, WEIGHTS
+
     if value is not None:
         path = Path(value).expanduser()
-        if (path / "ensemble.json").is_file():
+        if (path / ENSEMBLE).is_file():
             return value  # an ensemble of scorers: its members are checked when it loads
-        if not (path / "scorer.json").is_file() or not (path / "weights.pt").is_file():
-            raise ValueError(f"{value!r} is not a {what} directory (expected scorer.json and weights.pt, or "
-                             "ensemble.json; make one with `kgqa train fog ... --out DIR`)")
+        if not (path / META).is_file() or not (path / WEIGHTS).is_file():
+            raise ValueError(f"{value!r} is not a {what} directory (expected {META} and {WEIGHTS}, or "
+                             f"{ENSEMBLE}; make one with `kgqa train fog ... --out DIR`)")
     return value
 
 

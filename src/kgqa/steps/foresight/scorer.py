@@ -4,11 +4,11 @@ and feedback propagation with re-scoring over an expanded graph.
 A scorer directory (``kgqa train fog --out MODELDIR``) holds ``weights.pt`` (the network's state), ``scorer.json``
 (the network's shape, the frozen encoder's name and how it was trained), ``MODEL_CARD.md`` and ``loss.png``.
 
-An *ensemble* directory (``kgqa train fog --members K``) holds ``ensemble.json`` ({"members": [dir, ...]}, paths
-relative to it or absolute) and the member directories: every member scores each triple and the ensemble's s_t is their
-mean, at expansion and after propagation (each member propagates with its own network over the shared subgraph).
-Members trained on different seeds disagree most where a question is worded unlike their training questions; the mean
-is steadier there than any one of them (docs/fog.md).
+An *ensemble* directory (``kgqa train ensemble --member DIR ... --out DIR``) holds ``ensemble.json``
+({"members": [dir, ...]}, paths relative to it or absolute) naming scorer directories: every member scores each
+triple and the ensemble's s_t is their mean, at expansion and after propagation (each member propagates with its own
+network over the shared subgraph). Members trained on different seeds disagree most where a question is worded unlike
+their training questions; the mean is steadier there than any one of them (docs/fog.md).
 """
 
 from __future__ import annotations
@@ -196,18 +196,32 @@ class ForesightScorer:
 
     def propagate(self, graph: ExpandedGraph, *, undirected: bool = False) -> None:
         """Far-to-near feedback propagation over ``graph`` and re-scoring of every edge (``graph.scores``)."""
-        torch = _torch()
         if not len(graph):
             return
-        z = torch.cat([payload[torch.from_numpy(rows)] for payload, rows in graph.payloads if len(rows)])
-        near = torch.tensor(graph.near, dtype=torch.long)
-        far = torch.tensor(graph.far, dtype=torch.long)
-        depth = torch.tensor(graph.layers, dtype=torch.long)
-        heads, tails = graph.head_tail_nodes()
+        graph.scores = self.rescored(kept_payload(graph), edge_tensors(graph), undirected=undirected).tolist()
+
+    def rescored(self, z: Any, edges: dict[str, Any], *, undirected: bool = False) -> np.ndarray:
+        """Every edge's s_t after propagation, from its z_t rows (``kept_payload``) and ``edge_tensors``."""
+        torch = _torch()
         with torch.inference_mode():
-            h = self.net.propagate(z, near, far, depth, len(graph.node_entity), undirected=undirected)
-            scores = torch.sigmoid(self.net.rescore(z, torch.tensor(heads), torch.tensor(tails), h))
-        graph.scores = scores.numpy().astype(float).tolist()
+            h = self.net.propagate(z, edges["near"], edges["far"], edges["depth"], edges["nodes"], undirected=undirected)
+            scores = torch.sigmoid(self.net.rescore(z, edges["heads"], edges["tails"], h))
+        return scores.numpy().astype(float)
+
+
+def kept_payload(graph: ExpandedGraph) -> Any:
+    """The scorer payload (z_t rows) of the edges ``graph`` kept, in edge order."""
+    torch = _torch()
+    return torch.cat([payload[torch.from_numpy(rows)] for payload, rows in graph.payloads if len(rows)])
+
+
+def edge_tensors(graph: ExpandedGraph) -> dict[str, Any]:
+    """The oriented edges of ``graph`` as the tensors propagation reads (built once per graph)."""
+    torch = _torch()
+    heads, tails = graph.head_tail_nodes()
+    return {"near": torch.tensor(graph.near, dtype=torch.long), "far": torch.tensor(graph.far, dtype=torch.long),
+            "depth": torch.tensor(graph.layers, dtype=torch.long), "heads": torch.tensor(heads),
+            "tails": torch.tensor(tails), "nodes": len(graph.node_entity)}
 
 
 class ScorerEnsemble:
@@ -246,22 +260,15 @@ class ScorerEnsemble:
         scores = np.mean([r[0] for r in results], axis=0).astype(np.float32)
         return scores, torch.stack([r[1] for r in results], dim=1)
 
-    def scorer_for(self, labels: LabelVectors, questions: Any) -> Any:
-        return lambda triples, layers, backward: self.score_triples(labels, questions, triples, layers, backward)
+    scorer_for = ForesightScorer.scorer_for
 
     def propagate(self, graph: ExpandedGraph, *, undirected: bool = False) -> None:
-        """Each member propagates over ``graph`` with its own z_t; the re-scores are averaged."""
+        """Each member propagates over ``graph`` with its own z_t (column k of the payload); the re-scores are
+        averaged."""
         if not len(graph):
             return
-        payloads = graph.payloads
-        totals = np.zeros(len(graph), dtype=float)
-        try:
-            for k, member in enumerate(self.members):
-                graph.payloads = [(payload[:, k], rows) for payload, rows in payloads]
-                member.propagate(graph, undirected=undirected)
-                totals += np.asarray(graph.scores, dtype=float)
-        finally:
-            graph.payloads = payloads
+        z, edges = kept_payload(graph), edge_tensors(graph)
+        totals = sum(member.rescored(z[:, k], edges, undirected=undirected) for k, member in enumerate(self.members))
         graph.scores = (totals / len(self.members)).tolist()
 
 
