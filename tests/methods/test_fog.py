@@ -91,7 +91,7 @@ def test_memory_manager_absorbs_copied_triples_masks_the_rest_and_answers_from_m
 
     policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": memory})
     ctx, model, recorder = context(kg, policy, embedder=offline_embedder(64))
-    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=2)
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=2, selection="copy")
     pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
 
     assert not model.policy_errors, model.policy_errors
@@ -135,7 +135,7 @@ def test_an_answer_not_in_memory_is_dropped_and_the_graph_is_read_instead(kg: Em
 
     policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": memory})
     ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
-    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1)
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1, selection="copy")
     pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
 
     assert not model.policy_errors, model.policy_errors
@@ -164,7 +164,7 @@ def test_the_fallback_reading_still_sees_what_the_rounds_absorbed_or_masked(kg: 
 
     policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": keep_one})
     ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
-    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=8, rounds=2)
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=8, rounds=2, selection="copy")
     pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
     assert sections(model.prompts("fog.memory")[1])[1] == []  # round 2: everything was absorbed or masked
     assert pred.grounding == "structured"

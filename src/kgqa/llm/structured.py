@@ -83,6 +83,49 @@ def extract_json(text: str) -> Any:
     raise StructuredOutputError(f"no JSON value found in the reply: {text[:200]!r}", text=text)
 
 
+def close_truncated(text: str) -> Any | None:
+    """The longest prefix of the JSON value that starts in ``text`` which, with its open brackets closed, decodes: what
+    a reply cut off by its token budget had completed (``{"a": ["x", "y", "z`` gives ``{"a": ["x", "y"]}``). None when
+    no such prefix decodes. Used only where a caller opts in (a partial list is better than a re-ask that loops again).
+    """
+    start = next((i for i, c in enumerate(text) if c in "{["), None)
+    if start is None:
+        return None
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end index, closing brackets) after each completed element
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+                cuts.append((i + 1, "".join(reversed(stack))))
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            stack.append("}" if c == "{" else "]")
+        elif c in "}]":
+            if not stack:
+                break
+            stack.pop()
+            cuts.append((i + 1, "".join(reversed(stack))))
+            if not stack:
+                break
+        elif c.isalnum() and i + 1 < len(text) and not (text[i + 1].isalnum() or text[i + 1] in ".-+"):
+            cuts.append((i + 1, "".join(reversed(stack))))  # a number or literal the reply finished
+    for end, closing in reversed(cuts[-200:]):
+        try:
+            return json.loads(text[start:end] + closing)
+        except ValueError:
+            continue
+    return None
+
+
 def _validate(schema: type[M], value: Any) -> M:
     return schema.model_validate(value)
 
@@ -116,10 +159,13 @@ def schema_instruction(schema: type[BaseModel]) -> str:
 
 
 def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, step: str, instruct: bool = True,
-             **params: Any) -> M:
+             salvage: bool = False, **params: Any) -> M:
     """Ask ``model`` for a reply that validates as ``schema``; re-ask once with the validation error.
 
-    ``instruct`` appends the schema to the system message (or adds one). Raises :class:`StructuredOutputError`.
+    ``instruct`` appends the schema to the system message (or adds one). ``salvage``: a reply that does not decode is
+    first read as cut off by its token budget (:func:`close_truncated`), and only re-asked when that does not validate
+    either: a small model that loops on a list fills any budget, and the re-ask loops the same way.
+    Raises :class:`StructuredOutputError`.
     """
     msgs = [dict(m) for m in messages]
     if instruct:
@@ -132,6 +178,12 @@ def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, ste
     result, error = _attempt(schema, first.text, first.json)
     if result is not None:
         return result
+    if salvage and first.json is None and isinstance(first.text, str):
+        closed = close_truncated(first.text)
+        if closed is not None:
+            result, _ = _attempt(schema, "", closed)
+            if result is not None:
+                return result
     retry_msgs = [*msgs, {"role": "assistant", "content": first.text},
                   {"role": "user", "content": f"That reply was not valid: {error}\n"
                                               "Answer again with only the corrected JSON."}]

@@ -48,7 +48,7 @@ class StepResult(Generic[T]):
 
 def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
               max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
-              **variables: Any) -> StepResult[M]:
+              salvage: bool = False, **variables: Any) -> StepResult[M]:
     """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
 
     ``max_tokens`` is the reply budget of this step (the first ask and the re-ask); ``None`` leaves the backend's
@@ -56,6 +56,9 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     names about 16 + 24k tokens, a judgement with a one-sentence reason under 100, a chain of thought a few hundred.
     ``temperature`` and ``seed`` are passed on when given (ToG explores at 0.4, seeded); ``None`` keeps the backend's
     defaults (temperature 0).
+
+    ``salvage`` reads a reply cut off by its budget as far as it got before re-asking (see
+    :func:`~kgqa.llm.structured.ask_json`).
 
     An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
     (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`
@@ -71,7 +74,8 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     if seed is not None:
         params["seed"] = seed
     try:
-        return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, **params))
+        return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, salvage=salvage,
+                                              **params))
     except StructuredOutputError as exc:
         return StepResult.failed(str(exc))
 

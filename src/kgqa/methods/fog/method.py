@@ -44,8 +44,8 @@ Where kgqa differs from the paper, and why:
   prompts, and when no triple passes tau_p it sees the best-scored expanded triples rather than an empty list; a
   reply that names a triple not in its input has it dropped and counted (``invented``), an answer not
   among the memory's entities likewise. If no round yields an answer, the graph-mode reading of a fresh expansion
-  (nothing absorbed or masked left out) answers (grounding ``structured``, the trace says so), where the paper does
-  not say what happens.
+  guided by the question alone (nothing absorbed or masked left out, no sub-question) answers (grounding
+  ``structured``, the trace says so), where the paper does not say what happens.
 * tau_e defaults to 0.02, not the paper's 0.1: our scorer gives ambiguous intermediate edges (an actor's films, when
   only the films with a language lead to the answer) low scores before propagation, and 0.1 cut them before the far
   signal could lift them (MetaQA 3-hop dev, 300 questions, the paper's potential-only reading: Hits@1 91.3 at 0.1,
@@ -59,6 +59,15 @@ Where kgqa differs from the paper, and why:
 * ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
   (relation, direction) group there is kept anyway. The paper's expansion then ends empty, and no answer can be right;
   it happens on questions worded unlike the training ones ("Which filmmakers have directed [an actor]?").
+* The memory manager selects triples by number (``selection=index``, the default): the candidates are numbered and
+  the reply lists numbers, where the paper's model copies each triple (``selection=copy``). Same mechanism, a reply
+  of a few tokens per triple instead of about twenty, and no misquoted triples; a number out of range is counted as
+  invented. With the 135M local model a copied reply was mostly the prompt's example triples (MetaQA 3-hop, 4
+  questions: 0 selected, 2 invented per round).
+* Sub-questions (of the decomposition and of each round) are dropped when they have fewer than two words or are
+  copied from a prompt's example, and repeats are dropped; the trace lists what was dropped. A decomposition cut off
+  by its token budget is read as far as it got (its complete sub-questions) instead of being re-asked: a small model
+  that loops on the list fills any budget again.
 * An LLM answer is grounding ``synthesis`` (the KG gave the triples, the model picked the answer among them).
 """
 
@@ -127,7 +136,11 @@ class FoGConfig(MethodConfig):
     max_evidence_paths: int = Field(default=20, ge=1, description="answer paths kept as evidence")
     decompose_tokens: int = Field(default=96, ge=16, description="max reply tokens of the decomposition")
     memory_tokens: int | None = Field(default=None, ge=16, description="max reply tokens of a memory-manager round "
-                                                                       "(None: 64 + 20 per triple shown, at most 800)")
+                                                                       "(None: index 96 + 4 per triple shown, at most "
+                                                                       "400; copy 64 + 20 per triple, at most 800)")
+    selection: Literal["index", "copy"] = Field(
+        default="index", description="index: candidates are numbered and the memory manager selects them by number "
+                                     "(ours); copy: it copies each triple, as the paper")
 
 
     @field_validator("scorer")
@@ -143,6 +156,14 @@ class SubQuestions(Reply):
 class MemoryReply(Reply):
     selected_triplets: list[str | list[str]]
     predict_answer: list[str] | str
+    subsequent_question: list[str] = Field(default_factory=list)
+
+
+class MemoryIndexReply(Reply):
+    """A reply cut off in its list of numbers is read as far as it got, so only the selection is required."""
+
+    selected_triplets: list[int | str]
+    predict_answer: list[str] | str = Field(default_factory=list)
     subsequent_question: list[str] = Field(default_factory=list)
 
 
@@ -282,18 +303,20 @@ class FoG(KGQAMethod):
         sub_questions = [question.text]
         try:
             reply = ask_reply(llm, PROMPTS, "decompose", SubQuestions, step="fog.decompose",
-                              max_tokens=cfg.decompose_tokens, question=question.text,
+                              max_tokens=cfg.decompose_tokens, salvage=True, question=question.text,
                               max_sub_questions=cfg.max_sub_questions)
         except LLMError as exc:
             reply = None
             ctx.trace.add("fog.decompose", ok=False, failure=f"{type(exc).__name__}: {exc}")
         if reply is not None:
+            dropped: list[str] = []
             if reply.ok and reply.value is not None:
-                sub_questions = [s.strip() for s in reply.value.sub_questions if s.strip()][:cfg.max_sub_questions]
-            ctx.trace.add("fog.decompose", ok=reply.ok, sub_questions=sub_questions, failure=reply.failure)
+                kept, dropped = _usable_questions(reply.value.sub_questions, cfg.max_sub_questions)
+                sub_questions = kept or sub_questions
+            ctx.trace.add("fog.decompose", ok=reply.ok, sub_questions=sub_questions, dropped=dropped,
+                          failure=reply.failure)
         memory: list[Triple] = []
         rejected: set[Triple] = set()
-        graph: ExpandedGraph | None = None
         for round_ in range(1, cfg.rounds + 1):
             # absorbed triples stay walkable (the walk goes on through them) but are not shown again; rejected ones
             # are masked for good
@@ -307,11 +330,19 @@ class FoG(KGQAMethod):
                 break
             shown = _potential(graph, cfg.tau_p, cfg.max_potential, exclude=set(memory))
             display = _display(ctx.kg, memory + shown)
+            by_index = cfg.selection == "index"
             try:
-                budget_tokens = cfg.memory_tokens or min(800, 64 + 20 * len(shown))
-                step = ask_reply(llm, PROMPTS, "memory", MemoryReply, step="fog.memory", max_tokens=budget_tokens,
-                                 question=question.text, memory="\n".join(display[t] for t in memory) or "(none)",
-                                 candidates="\n".join(display[t] for t in shown) or "(none)")
+                if by_index:
+                    budget_tokens = cfg.memory_tokens or min(400, 96 + 4 * len(shown))
+                    candidates = "\n".join(f"{i}. {display[t]}" for i, t in enumerate(shown, 1))
+                else:
+                    budget_tokens = cfg.memory_tokens or min(800, 64 + 20 * len(shown))
+                    candidates = "\n".join(display[t] for t in shown)
+                step = ask_reply(llm, PROMPTS, "memory_index" if by_index else "memory",
+                                 MemoryIndexReply if by_index else MemoryReply, step="fog.memory",
+                                 max_tokens=budget_tokens, salvage=True, question=question.text,
+                                 memory="\n".join(display[t] for t in memory) or "(none)",
+                                 candidates=candidates or "(none)")
             except LLMError as exc:
                 ctx.trace.add("fog.memory", round=round_, ok=False, failure=f"{type(exc).__name__}: {exc}")
                 break
@@ -322,8 +353,13 @@ class FoG(KGQAMethod):
             by_text = {_norm(display[t]): t for t in memory + shown}
             selected, invented = [], 0
             for item in value.selected_triplets:
-                text = item if isinstance(item, str) else "(" + ", ".join(item) + ")"
-                triple = by_text.get(_norm(text))
+                number = item if isinstance(item, int) else int(item) if (
+                    isinstance(item, str) and item.strip().isdigit()) else None
+                if number is not None:  # selected by its number (selection=index); out of range counts as invented
+                    triple = shown[number - 1] if 1 <= number <= len(shown) else None
+                else:
+                    text = item if isinstance(item, str) else "(" + ", ".join(item) + ")"
+                    triple = by_text.get(_norm(text))
                 if triple is None:
                     invented += 1
                 elif triple not in memory and triple not in selected:
@@ -339,7 +375,7 @@ class FoG(KGQAMethod):
             answers = [entity_by_name[_norm(a)] for a in raw_answers if a.strip() and _norm(a) in entity_by_name]
             answers = [a for a in dict.fromkeys(answers) if a not in seeds]
             invalid = [a for a in raw_answers if a.strip() and _norm(a) not in entity_by_name]
-            next_questions = [q.strip() for q in value.subsequent_question if q.strip()][:3]
+            next_questions, _ = _usable_questions(value.subsequent_question, 3)
             ctx.trace.add("fog.memory", round=round_, ok=True, shown=len(shown), selected=len(selected),
                           invented=invented, memory=len(memory), rejected=len(rejected),
                           answers=[names.get(a) or a for a in answers], invalid_answers=invalid, next=next_questions)
@@ -351,9 +387,10 @@ class FoG(KGQAMethod):
                 return Prediction(answers=items, grounding=Grounding.SYNTHESIS, evidence=[list(t) for t in memory])
             if next_questions:
                 sub_questions = next_questions
-        if graph is None or memory or rejected:  # the rounds' graphs left out what memory absorbed or masked
-            graph = self._expand(question.text, sub_questions, seeds, scorer, labels, ctx, round_=cfg.rounds + 1,
-                                 skip=set())
+        # graph mode's own reading: a fresh expansion guided by the question alone (the rounds' graphs left out what
+        # memory absorbed or masked, and a small model's sub-questions can steer the scorer off the question)
+        graph = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=cfg.rounds + 1,
+                             skip=set())
         return self._graph_answer(graph, ctx, source="graph reading after the memory rounds",
                                   fallback=f"no answer from the memory manager in {cfg.rounds} rounds "
                                            f"({llm.calls} calls)")
@@ -372,6 +409,37 @@ def _potential(graph: ExpandedGraph, tau_p: float, limit: int, exclude: set[Trip
         if graph.triples[e] not in shown:
             shown.append(graph.triples[e])
     return shown
+
+
+def _example_text() -> str:
+    """Every prompt's own text (examples included), normalised: a sub-question found in it is an echo, not a question."""
+    texts = [m["content"] for name in ("decompose", "memory", "memory_index")
+             for m in PROMPTS.messages(name, question="", memory="", candidates="", max_sub_questions=3)]
+    return _norm(" ".join(texts))
+
+
+_PROMPT_TEXT: list[str] = []
+
+
+def _usable_questions(texts: list[str], limit: int) -> tuple[list[str], list[str]]:
+    """(kept, dropped): sub-questions with at least two words that are not copied from a prompt's example or
+    placeholders ("..."), each once, at most ``limit``. Small models echo the example and repeat themselves; an echoed
+    sub-question steers the scorer toward the example's relations."""
+    if not _PROMPT_TEXT:
+        _PROMPT_TEXT.append(_example_text())
+    kept: list[str] = []
+    dropped: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        text = text.strip()
+        norm = _norm(text)
+        words = [w for w in norm.split() if any(c.isalpha() for c in w)]
+        if len(words) < 2 or norm in _PROMPT_TEXT[0]:
+            dropped.append(text)
+        elif norm not in seen and len(kept) < limit:
+            seen.add(norm)
+            kept.append(text)
+    return kept, dropped
 
 
 def _display(kg: Any, triples: list[Triple]) -> dict[Triple, str]:
