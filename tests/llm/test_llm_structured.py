@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from kgqa.llm import RecordedModel, Recorder
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.llm.structured import StructuredOutputError, ask_json, extract_json
+from kgqa.llm.structured import StructuredOutputError, ask_json, close_truncated, extract_json
 
 
 class Relations(BaseModel):
@@ -91,3 +91,37 @@ def test_backend_parsed_json_is_used_and_schema_passed_on() -> None:
                     temperature=0.2).relations == []
     assert seen_params[0]["schema"]["title"] == "Relations" and seen_params[0]["temperature"] == 0.2
     assert model.history[0] == [{"role": "user", "content": "q"}]  # instruct=False adds nothing
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"sub_questions": ["Who directed X?", "Who wrote X?", "Who dire', {"sub_questions": ["Who directed X?", "Who wrote X?"]}),
+    ('Sure: {"selected": [1, 2, 13', {"selected": [1, 2]}),  # 13 may have been 130: an unfinished number is cut
+    ('{"selected": [1, 2, 3]', {"selected": [1, 2, 3]}),
+    ('{"a": "x\\"y", "b": [tr', {"a": 'x"y'}),  # a key without its value is dropped
+    ('{"a": [{"k": "v"}, {"k": "w', {"a": [{"k": "v"}]}),
+])
+def test_close_truncated_keeps_what_a_cut_off_reply_completed(text: str, expected: object) -> None:
+    assert close_truncated(text) == expected
+
+
+@pytest.mark.parametrize("text", ["no json", '{"a', "", "__import__('os')"])
+def test_close_truncated_finds_nothing_where_nothing_was_completed(text: str) -> None:
+    assert close_truncated(text) is None
+
+
+def test_salvage_reads_a_cut_off_reply_instead_of_re_asking_and_is_opt_in() -> None:
+    cut = '{"relations": ["film.director", "film.writer", "film.prod'
+    scripted = ScriptedModel([{"reply": cut}])
+    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True)
+    assert result.relations == ["film.director", "film.writer"] and len(scripted.history) == 1
+    # without salvage the same reply is re-asked, and the re-ask (the same cut reply) fails
+    scripted = ScriptedModel([{"reply": cut}])
+    with pytest.raises(StructuredOutputError):
+        ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x")
+    assert len(scripted.history) == 2
+
+
+def test_salvage_still_re_asks_when_the_completed_part_does_not_validate() -> None:
+    scripted = ScriptedModel([{"replies": ['{"scores": [1, 0.5], "relat', '{"relations": ["r1"]}']}])
+    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True)
+    assert result.relations == ["r1"] and len(scripted.history) == 2

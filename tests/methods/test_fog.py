@@ -317,3 +317,77 @@ def test_fog_reads_with_an_ensemble_directory_and_bad_ensembles_are_one_line_err
     assert main(["train", "ensemble", "--member", str(scorer_dir), "--member", str(kit_scorer_dir_seed1),
                  "--out", str(ens)]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def numbered(prompt: Prompt) -> dict[int, str]:
+    """The numbered candidates of a memory-manager prompt (selection=index): number -> triple as shown."""
+    _, lines = sections(prompt)
+    return {int(line.split(". ", 1)[0]): line.split(". ", 1)[1] for line in lines}
+
+
+def test_index_selection_absorbs_numbered_triples_and_counts_numbers_out_of_range_as_invented(
+        kg: EmbeddedKG, scorer_dir: Path) -> None:
+    chosen: list[str] = []
+
+    def memory(prompt: Prompt) -> dict:
+        held, _ = sections(prompt)
+        shown = numbered(prompt)
+        if not held:
+            number = next(n for n, line in shown.items() if "directed_by" in line or "director.film" in line)
+            chosen.append(shown[number])
+            return {"selected_triplets": [number, str(len(shown) + 5)], "subsequent_question": []}
+        assert held == chosen  # memory shows the absorbed triple as written, unnumbered
+        return {"selected_triplets": [], "predict_answer": [film_of(held[0])]}
+
+    policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]}, "fog.memory": memory})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=2)
+    assert method.config.selection == "index"
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+
+    assert not model.policy_errors, model.policy_errors
+    first = model.prompts("fog.memory")[0]
+    assert sorted(numbered(first)) == [1, 2, 3, 4] and set(numbered(first).values()) <= NOLAN_HOP1
+    rounds = events(pred, "fog.memory")
+    assert [(r["selected"], r["invented"], r["memory"], r["rejected"]) for r in rounds] == [(1, 1, 1, 3), (0, 0, 1, 7)]
+    assert pred.names == [film_of(chosen[0])] and pred.grounding == "synthesis"
+
+
+def test_a_memory_reply_cut_off_in_its_numbers_is_read_as_far_as_it_got(kg: EmbeddedKG, scorer_dir: Path) -> None:
+    # a small model counts past the candidates until its budget ends the reply: no re-ask, the numbers it finished
+    # that name candidates are selected, the rest counted as invented
+    policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]},
+                      "fog.memory": '{"selected_triplets": [1, 2, 3, 4, 5, 6, 7, 8, 9, 1'})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert [p.attempt for p in model.history] == [0, 0]
+    (round_,) = events(pred, "fog.memory")
+    assert round_["ok"] and (round_["selected"], round_["invented"]) == (4, 5)
+    assert pred.grounding == "structured" and pred.answers  # no answer from memory: the graph reading answered
+
+
+def test_echoed_placeholder_and_repeated_sub_questions_are_dropped_and_the_fallback_reads_the_question_alone(
+        kg: EmbeddedKG, scorer_dir: Path) -> None:
+    echo = "Who wrote the screenplay of Chinatown?"  # the decomposition prompt's own example
+    cut = ('{"sub_questions": ["...", "' + echo + '", "Which films did Nolan make?", "which films did nolan make?", '
+           '"Which films did Nolan ma')
+    policy = by_step({"fog.decompose": cut, "fog.memory": {"selected_triplets": [], "predict_answer": [],
+                                                           "subsequent_question": ["(Titanic, film.film.directed_by, "
+                                                                                   "James Cameron)", "ok"]}})
+    ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, rounds=2)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert not model.policy_errors, model.policy_errors
+    (decomposed,) = events(pred, "fog.decompose")
+    assert decomposed["ok"] and decomposed["sub_questions"] == ["Which films did Nolan make?"]
+    assert decomposed["dropped"] == ["...", echo]
+    assert [p.attempt for p in model.history if p.step == "fog.decompose"] == [0]  # read as far as it got
+    assert all(r["next"] == [] for r in events(pred, "fog.memory"))  # the example triple and a one-word question
+    expansions = events(pred, "fog.expand")
+    assert "Which films did Nolan make?" in expansions[0]["sub_questions"]
+    assert expansions[-1]["sub_questions"] == [FILMS_OF_NOLAN]  # graph mode's own reading
+    graph_only, *_ = context(kg, None, embedder=offline_embedder(64))
+    alone = solve(FoG(mode="graph", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0),
+                  question(FILMS_OF_NOLAN, NOLAN), graph_only)
+    assert pred.names == alone.names and pred.grounding == "structured"
