@@ -87,7 +87,7 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
-from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand, rank_answers
+from kgqa.steps.foresight.graph import READING, Caps, ExpandedGraph, GraphReading, Triple
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.reply import BudgetedModel, ask_reply
 
@@ -102,34 +102,39 @@ class FoGConfig(MethodConfig):
     mode: Literal["auto", "graph", "llm"] = Field(default="auto", description="graph: no LLM, answers read from the "
                                                   "re-scored subgraph; llm: decomposition + memory manager; auto: "
                                                   "graph with a local model or none, llm otherwise")
-    hops: int = Field(default=3, ge=1, le=4, description="hop budget L of the expansion")
-    tau_e: float = Field(default=0.02, ge=0.0, le=1.0, description="expansion threshold (paper: 0.1; 0.02 tuned on "
+    hops: int = Field(default=READING.hops, ge=1, le=4, description="hop budget L of the expansion")
+    tau_e: float = Field(default=READING.tau_e, ge=0.0, le=1.0, description="expansion threshold (paper: 0.1; 0.02 tuned on "
                                                                    "MetaQA dev, docs/fog.md)")
-    tau_p: float = Field(default=0.7, ge=0.0, le=1.0, description="potential-subgraph threshold")
+    tau_p: float = Field(default=READING.tau_p, ge=0.0, le=1.0, description="potential-subgraph threshold")
     rounds: int = Field(default=2, ge=1, le=10, description="memory-manager rounds R (calls <= R + 1)")
-    orientation: Literal["layered", "shortest"] = Field(default="layered", description="layered: the BFS unrolled "
+    orientation: Literal["layered", "shortest"] = Field(default=READING.orientation, description="layered: the BFS unrolled "
                                                         "(ours); shortest: the paper's shortest-distance orientation")
     propagation: Literal["directed", "undirected", "none"] = Field(
         default="directed", description="directed: far-to-near FFP; undirected: the GNN ablation; none: w/o FFP")
     memory: bool = Field(default=True, description="False: w/o the memory subgraph manager (ablation)")
     foresight_expansion: bool = Field(default=True, description="False: plain BFS within the caps, then the scorer")
-    seed_floor: bool = Field(default=True, description="when no triple at the topics passes tau_e, keep the best-scored "
-                                                       "relation there anyway (an empty first layer has no answer)")
-    seed_fanout: int = Field(default=2000, ge=1, description="neighbours per (entity, relation, direction) at a topic")
-    fanout: int = Field(default=200, ge=1, description="neighbours per (entity, relation, direction) further out")
-    max_frontier: int = Field(default=500, ge=1, description="frontier nodes expanded per layer (best-scored first)")
-    node_fanout: int = Field(default=1000, ge=1, description="triples one non-topic node contributes in all")
-    answer_ratio: float = Field(default=0.5, gt=0.0, le=1.0, description="answers score at least this share of the "
+    seed_floor: bool = Field(default=READING.seed_floor,
+                             description="when no triple at the topics passes tau_e, keep the best-scored relation "
+                                         "there anyway (an empty first layer has no answer)")
+    seed_fanout: int = Field(default=READING.caps.seed_fanout, ge=1,
+                             description="neighbours per (entity, relation, direction) at a topic")
+    fanout: int = Field(default=READING.caps.fanout, ge=1,
+                        description="neighbours per (entity, relation, direction) further out")
+    max_frontier: int = Field(default=READING.caps.max_frontier, ge=1,
+                              description="frontier nodes expanded per layer (best-scored first)")
+    node_fanout: int = Field(default=READING.caps.node_fanout, ge=1,
+                             description="triples one non-topic node contributes in all")
+    answer_ratio: float = Field(default=READING.ratio, gt=0.0, le=1.0, description="answers score at least this share of the "
                                                                        "best answer")
     answer_from: Literal["potential", "expanded"] = Field(
-        default="expanded", description="graph mode reads answers from the potential subgraph (s_t > tau_p) or from "
+        default=READING.within, description="graph mode reads answers from the potential subgraph (s_t > tau_p) or from "
                                          "every re-scored edge of the expanded subgraph")
     path_score: Literal["product", "min", "min_last"] = Field(
-        default="min_last", description="a path's score: the product of its edges' s_t, its weakest edge, or the "
+        default=READING.combine, description="a path's score: the product of its edges' s_t, its weakest edge, or the "
                                         "geometric mean of its weakest and its last edge")
-    simple_paths: bool = Field(default=False, description="answer paths never revisit an entity (False: only never "
+    simple_paths: bool = Field(default=READING.simple, description="answer paths never revisit an entity (False: only never "
                                                          "return to a topic entity)")
-    rank_by_support: bool = Field(default=True, description="rank answers by how many paths reach them, then score")
+    rank_by_support: bool = Field(default=READING.by_support, description="rank answers by how many paths reach them, then score")
     max_answers: int = Field(default=100, ge=1, description="answers returned at most")
     max_potential: int = Field(default=30, ge=1, description="potential triples shown to the memory manager")
     max_sub_questions: int = Field(default=3, ge=1, le=8, description="sub-questions asked of the decomposition")
@@ -183,6 +188,13 @@ class FoG(KGQAMethod):
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
         self._loader = ScorerLoader(self.config.scorer, method="fog")
+        cfg = self.config
+        self.reading = GraphReading(
+            hops=cfg.hops, tau_e=cfg.tau_e, tau_p=cfg.tau_p, orientation=cfg.orientation,
+            caps=Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
+                      node_fanout=cfg.node_fanout),
+            seed_floor=cfg.seed_floor, ratio=cfg.answer_ratio, within=cfg.answer_from, combine=cfg.path_score,
+            simple=cfg.simple_paths, by_support=cfg.rank_by_support)
 
     # -- the contract ----------------------------------------------------------------------------------------------
 
@@ -249,11 +261,8 @@ class FoG(KGQAMethod):
         started = time.perf_counter()
         texts = list(dict.fromkeys([question, *sub_questions]))
         vectors = scorer.questions(labels, texts)
-        caps = Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
-                    node_fanout=cfg.node_fanout)
-        graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), hops=cfg.hops, tau_e=cfg.tau_e,
-                       orientation=cfg.orientation, caps=caps, skip=skip, filter_scores=cfg.foresight_expansion,
-                       seed_floor=cfg.seed_floor)
+        graph = self.reading.expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), skip=skip,
+                                    filter_scores=cfg.foresight_expansion)
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")
@@ -267,9 +276,7 @@ class FoG(KGQAMethod):
     def _graph_answer(self, graph: ExpandedGraph, ctx: MethodContext, *, source: str,
                       fallback: str | None = None) -> Prediction:
         cfg = self.config
-        ranked, potential = rank_answers(graph, cfg.tau_p, ratio=cfg.answer_ratio, by_support=cfg.rank_by_support,
-                                         answerable=lambda ids: set(presentable(ctx.kg, ids)),
-                                         within=cfg.answer_from, combine=cfg.path_score, simple=cfg.simple_paths)
+        ranked, potential = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)))
         ids = [a.entity for a in ranked]
         items = answer_items(ctx.kg, ids, limit=cfg.max_answers)
         evidence: list[list[str]] = []

@@ -317,3 +317,38 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
     key = (lambda a: (-a.support, -a.score, a.entity)) if by_support else (lambda a: (-a.score, a.entity))
     ranked.sort(key=key)
     return ranked
+
+
+@dataclass(frozen=True)
+class GraphReading:
+    """FoG's graph-mode reading: the expansion's and the ranking's settings in one place. FoG's settings default to
+    :data:`READING` and the trainer's answer validation reads with it, so a model card measures what the method does
+    (the values were tuned on MetaQA dev: docs/fog.md)."""
+
+    hops: int = 3
+    tau_e: float = 0.02
+    tau_p: float = 0.7
+    orientation: Orientation = "layered"
+    caps: Caps = Caps()
+    seed_floor: bool = True
+    ratio: float = 0.5
+    within: Literal["potential", "expanded"] = "expanded"
+    combine: Literal["product", "min", "min_last"] = "min_last"
+    simple: bool = False
+    by_support: bool = True
+
+    def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
+               skip: Collection[Triple] = (), filter_scores: bool = True) -> ExpandedGraph:
+        """:func:`expand` with this reading's hop budget, tau_e, orientation, caps and seed floor."""
+        return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e, orientation=self.orientation,
+                      caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor)
+
+    def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None
+             ) -> tuple[list[RankedAnswer], list[int]]:
+        """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score and path rule."""
+        return rank_answers(graph, self.tau_p, ratio=self.ratio, by_support=self.by_support, answerable=answerable,
+                            within=self.within, combine=self.combine, simple=self.simple)
+
+
+#: the default reading (FoG's defaults)
+READING = GraphReading()

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from kgqa.kg.base import Chain, Direction, KnowledgeGraph
-from kgqa.steps.foresight.graph import Caps, ExpandedGraph, Triple, expand
+from kgqa.steps.foresight.graph import READING, Caps, ExpandedGraph, GraphReading, Triple, expand
 from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors, _torch
 
 Progress = Callable[[str], None]
@@ -569,12 +569,12 @@ def answer_set_metrics(predicted: Sequence[str], gold: set[str]) -> dict[str, fl
 
 
 def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelVectors, ids: Sequence[int],
-                     questions: Sequence[TrainingQuestion], *, limit: int = 300, tau_e: float = 0.02,
-                     tau_p: float = 0.7, hops: int = 3) -> dict[str, Any]:
-    """Graph-mode answers for (at most ``limit`` of) the held-out questions, read as FoG's graph mode reads them by
-    default: hit, Hits@1, F1 in percent."""
+                     questions: Sequence[TrainingQuestion], *, limit: int = 300,
+                     reading: GraphReading | None = None) -> dict[str, Any]:
+    """Graph-mode answers for (at most ``limit`` of) the held-out questions, read as FoG's graph mode reads them
+    (``reading``, default :data:`~kgqa.steps.foresight.graph.READING`, FoG's defaults): hit, Hits@1, F1 in percent."""
     from kgqa.steps.answers import presentable
-    from kgqa.steps.foresight.graph import rank_answers
+    reading = reading or READING
 
     chosen = list(ids)
     if len(chosen) > limit:  # a seeded sample: the ids are sorted, and the first ones are all of one dataset
@@ -583,11 +583,9 @@ def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelV
     started = time.perf_counter()
     for i in chosen:
         q = questions[i]
-        graph = expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])), hops=hops,
-                       tau_e=tau_e, seed_floor=True)
+        graph = reading.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
         scorer.propagate(graph)
-        ranked, _ = rank_answers(graph, tau_p, within="expanded", combine="min_last", simple=False,
-                                 answerable=lambda ids: set(presentable(kg, ids)))
+        ranked, _ = reading.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))
         for key, value in answer_set_metrics([a.entity for a in ranked], set(q.answers)).items():
             totals[key] += value
     n = max(len(chosen), 1)
