@@ -73,6 +73,7 @@ Where kgqa differs from the paper, and why:
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, ClassVar, Literal
 
@@ -418,6 +419,7 @@ def _potential(graph: ExpandedGraph, tau_p: float, limit: int, exclude: set[Trip
     return shown
 
 
+@functools.cache
 def _example_text() -> str:
     """Every prompt's own text (examples included), normalised: a sub-question found in it is an echo, not a question."""
     texts = [m["content"] for name in ("decompose", "memory", "memory_index")
@@ -425,15 +427,11 @@ def _example_text() -> str:
     return _norm(" ".join(texts))
 
 
-_PROMPT_TEXT: list[str] = []
-
 
 def _usable_questions(texts: list[str], limit: int) -> tuple[list[str], list[str]]:
     """(kept, dropped): sub-questions with at least two words that are not copied from a prompt's example or
     placeholders ("..."), each once, at most ``limit``. Small models echo the example and repeat themselves; an echoed
     sub-question steers the scorer toward the example's relations."""
-    if not _PROMPT_TEXT:
-        _PROMPT_TEXT.append(_example_text())
     kept: list[str] = []
     dropped: list[str] = []
     seen: set[str] = set()
@@ -441,7 +439,7 @@ def _usable_questions(texts: list[str], limit: int) -> tuple[list[str], list[str
         text = text.strip()
         norm = _norm(text)
         words = [w for w in norm.split() if any(c.isalpha() for c in w)]
-        if len(words) < 2 or norm in _PROMPT_TEXT[0]:
+        if len(words) < 2 or norm in _example_text():
             dropped.append(text)
         elif norm not in seen and len(kept) < limit:
             seen.add(norm)
