@@ -101,10 +101,10 @@ def test_a_long_list_is_cut_to_the_cap_and_the_named_relations_are_kept_in_order
 @pytest.mark.parametrize(("embedder", "scorer"), [(None, "lexical"), ("hash", "embedding")])
 def test_an_unreadable_reply_twice_fails_and_the_similarity_scorer_replaces_it(
         candidates: list[Hop], embedder: str | None, scorer: str) -> None:
-    ctx, _, recorder = context(None, lambda p: in_turn(truncated({"relations": RELEVANT}), unreadable()),
+    ctx, _, recorder = context(None, lambda p: in_turn(unreadable(), truncated({"relations": []}, keep=0.3)),
                                    embedder=embedder)
     result = prune(pruner(ctx), candidates, ctx)
-    assert recorder.by_step()[STEP].calls == 2  # the cut reply, then the re-ask
+    assert recorder.by_step()[STEP].calls == 2  # the prose reply, then the re-ask (cut before anything completed)
     assert not result.ok and result.replaced_by == scorer
     assert "gave no valid RelationChoice" in (result.failure or "") and f"replaced by the {scorer} scorer" in (
         result.failure or "")
@@ -195,3 +195,13 @@ def test_pruning_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="max_tokens >= 1"):
         PruningConfig(max_tokens=0)
     assert PruningConfig().prefilter == 30 and PruningConfig().reply_tokens == 88
+
+
+def test_a_reply_cut_off_by_its_budget_keeps_the_relations_it_completed_without_a_re_ask(
+        candidates: list[Hop]) -> None:
+    cut = '{"relations": ["' + '", "'.join(RELEVANT[:2]) + '", "geography.riv'
+    ctx, _, recorder = context(None, lambda p: in_turn(cut, unreadable()), embedder=None)
+    result = prune(pruner(ctx), candidates, ctx)
+    assert recorder.by_step()[STEP].calls == 1
+    assert result.ok and result.replaced_by is None
+    assert [describe_hop(s.hop) for s in result.value or []][:2] == RELEVANT[:2]  # the model's, in its order

@@ -48,7 +48,7 @@ class StepResult(Generic[T]):
 
 def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
               max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
-              salvage: bool = False, **variables: Any) -> StepResult[M]:
+              salvage: bool = True, **variables: Any) -> StepResult[M]:
     """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
 
     ``max_tokens`` is the reply budget of this step (the first ask and the re-ask); ``None`` leaves the backend's
@@ -57,8 +57,10 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     ``temperature`` and ``seed`` are passed on when given (ToG explores at 0.4, seeded); ``None`` keeps the backend's
     defaults (temperature 0).
 
-    ``salvage`` reads a reply cut off by its budget as far as it got before re-asking (see
-    :func:`~kgqa.llm.structured.ask_json`).
+    ``salvage`` (on by default: every method's steps) reads a reply cut off by its budget as far as it got before
+    re-asking (see :func:`~kgqa.llm.structured.ask_json`): a small model that loops on a list fills any budget, and
+    its re-ask, at temperature 0, loops the same way (PoG with the 135M model: 7 of 27 calls on 3 MetaQA questions
+    were re-asks, all of them after replies cut off mid-list).
 
     An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
     (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`
