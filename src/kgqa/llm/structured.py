@@ -86,7 +86,8 @@ def extract_json(text: str) -> Any:
 def close_truncated(text: str) -> Any | None:
     """The longest prefix of the JSON value that starts in ``text`` which, with its open brackets closed, decodes: what
     a reply cut off by its token budget had completed (``{"a": ["x", "y", "z`` gives ``{"a": ["x", "y"]}``). None when
-    no such prefix decodes. Used only where a caller opts in (a partial list is better than a re-ask that loops again).
+    no such prefix decodes. Used by ``ask_json(salvage=True)``, which ``ask_reply`` passes by default (a partial list
+    is better than a re-ask that loops again).
     """
     start = next((i for i, c in enumerate(text) if c in "{["), None)
     if start is None:

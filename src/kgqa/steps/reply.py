@@ -76,8 +76,8 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     if seed is not None:
         params["seed"] = seed
     try:
-        return StepResult.success(ask_json(llm, prompts.messages(prompt, **variables), schema, step=step, salvage=salvage,
-                                              **params))
+        messages = prompts.messages(prompt, **variables)
+        return StepResult.success(ask_json(llm, messages, schema, step=step, salvage=salvage, **params))
     except StructuredOutputError as exc:
         return StepResult.failed(str(exc))
 

@@ -311,7 +311,7 @@ class FoG(KGQAMethod):
         sub_questions = [question.text]
         try:
             reply = ask_reply(llm, PROMPTS, "decompose", SubQuestions, step="fog.decompose",
-                              max_tokens=cfg.decompose_tokens, salvage=True, question=question.text,
+                              max_tokens=cfg.decompose_tokens, question=question.text,
                               max_sub_questions=cfg.max_sub_questions)
         except LLMError as exc:
             reply = None
@@ -348,7 +348,7 @@ class FoG(KGQAMethod):
                     candidates = "\n".join(display[t] for t in shown)
                 step = ask_reply(llm, PROMPTS, "memory_index" if by_index else "memory",
                                  MemoryIndexReply if by_index else MemoryReply, step="fog.memory",
-                                 max_tokens=budget_tokens, salvage=True, question=question.text,
+                                 max_tokens=budget_tokens, question=question.text,
                                  memory="\n".join(display[t] for t in memory) or "(none)",
                                  candidates=candidates or "(none)")
             except LLMError as exc:

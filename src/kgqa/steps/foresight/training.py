@@ -574,6 +574,7 @@ def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelV
     """Graph-mode answers for (at most ``limit`` of) the held-out questions, read as FoG's graph mode reads them
     (``reading``, default :data:`~kgqa.steps.foresight.graph.READING`, FoG's defaults): hit, Hits@1, F1 in percent."""
     from kgqa.steps.answers import presentable
+
     reading = reading or READING
 
     chosen = list(ids)
