@@ -120,3 +120,24 @@ def test_backend_errors_propagate_to_the_runner() -> None:
     for name in ("io", "cot"):
         with pytest.raises(LLMError, match="no rule matches"):
             solve(build(name), QUESTION, ctx)
+
+
+def test_replies_are_budgeted_and_a_reply_cut_by_its_budget_is_read_without_a_re_ask() -> None:
+    from kgqa.testing.policy import PolicyModel
+
+    # A small model looping on a list fills its budget; the completed names are the answers, with no second call.
+    cut = '{"answers": ["Greek", "English", "Gre'
+    for name, budget in (("io", 128), ("cot", 384)):
+        model = PolicyModel(cut if name == "io" else '{"reasoning": "Zwick made one film.", "answers": ["Greek", "Eng')
+        recorder = Recorder()
+        ctx = MethodContext(kg=None, llm=RecordedModel(model, recorder), recorder=recorder)  # type: ignore[arg-type]
+        with recorder.scope("q1"):
+            prediction = solve(build(name), QUESTION, ctx)
+        assert prediction.names == ["Greek"] + (["English"] if name == "io" else [])
+        assert model.calls == 1 and model.prompts()[0].params["max_tokens"] == budget
+    model = PolicyModel(cut)
+    ctx = MethodContext(kg=None, llm=model, recorder=Recorder())  # type: ignore[arg-type]
+    solve(build("io", answer_tokens=None), QUESTION, ctx)
+    assert model.prompts()[0].params["max_tokens"] == 512  # None leaves the backend's default
+    with pytest.raises(ConfigError, match="answer_tokens"):
+        build("io", answer_tokens=4)

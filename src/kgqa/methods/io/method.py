@@ -17,16 +17,28 @@ trace keeps the reason. Errors of the model backend itself propagate, and the ru
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field, StrictInt
+
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.llm_only import ParametricPrompting
+from kgqa.methods.llm_only import ParametricConfig, ParametricPrompting
 from kgqa.methods.registry import register_method
+
+
+class IOConfig(ParametricConfig):
+    # Budgeted so a small model that loops on a list is stopped early (a list of short names: about 20 of them fit in 128 tokens).
+    answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(
+        default=128, description="reply budget of the answer (None: the backend's default, 512)")
 
 
 @register_method("io")
 class IOPrompting(ParametricPrompting):
-    """See the module docstring. Settings: ``few_shot`` (default True), ``max_answers`` (default: keep all)."""
+    """See the module docstring. Settings: ``few_shot`` (default True), ``max_answers`` (default: keep all),
+    ``answer_tokens`` (default 128)."""
 
     name = "io"
     summary = "IO prompting: the LLM answers from its own knowledge in one call, no KG"
     reasoning = False
     prompts = PromptBook.for_package("kgqa.methods.io")
+    Config = IOConfig
