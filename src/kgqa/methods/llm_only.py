@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt, create_model
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
 from kgqa.llm.structured import Reply
@@ -80,6 +80,14 @@ class ParametricConfig(MethodConfig):
                                                                   description="keep only the best N answers")
     answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(
         default=None, description="reply budget of the answer (None: the backend's default, 512)")
+
+
+def budgeted_config(name: str, answer_tokens: int) -> type[ParametricConfig]:
+    """``ParametricConfig`` whose ``answer_tokens`` defaults to ``answer_tokens``: each baseline budgets its reply, so a
+    small model that loops on a list is stopped early instead of filling the backend's 512 tokens."""
+    return create_model(name, __base__=ParametricConfig, answer_tokens=(
+        Annotated[StrictInt, Field(ge=16)] | None,
+        Field(default=answer_tokens, description="reply budget of the answer (None: the backend's default, 512)")))
 
 
 class ParametricPrompting(KGQAMethod):

@@ -18,19 +18,9 @@ answer, not a failed question); the trace keeps the reason. Backend errors propa
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field, StrictInt
-
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.llm_only import ParametricConfig, ParametricPrompting
+from kgqa.methods.llm_only import ParametricPrompting, budgeted_config
 from kgqa.methods.registry import register_method
-
-
-class CoTConfig(ParametricConfig):
-    # Budgeted so a small model that loops on a list is stopped early (a few sentences of reasoning and then the list of names).
-    answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(
-        default=384, description="reply budget of the answer (None: the backend's default, 512)")
 
 
 @register_method("cot")
@@ -42,4 +32,5 @@ class CoTPrompting(ParametricPrompting):
     summary = "Chain-of-thought prompting: the LLM reasons step by step, then answers, no KG"
     reasoning = True
     prompts = PromptBook.for_package("kgqa.methods.cot")
-    Config = CoTConfig
+    # A few sentences of reasoning, then the list of names.
+    Config = budgeted_config("CoTConfig", answer_tokens=384)

@@ -17,19 +17,9 @@ trace keeps the reason. Errors of the model backend itself propagate, and the ru
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field, StrictInt
-
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.llm_only import ParametricConfig, ParametricPrompting
+from kgqa.methods.llm_only import ParametricPrompting, budgeted_config
 from kgqa.methods.registry import register_method
-
-
-class IOConfig(ParametricConfig):
-    # Budgeted so a small model that loops on a list is stopped early (a list of short names: about 20 of them fit in 128 tokens).
-    answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(
-        default=128, description="reply budget of the answer (None: the backend's default, 512)")
 
 
 @register_method("io")
@@ -41,4 +31,5 @@ class IOPrompting(ParametricPrompting):
     summary = "IO prompting: the LLM answers from its own knowledge in one call, no KG"
     reasoning = False
     prompts = PromptBook.for_package("kgqa.methods.io")
-    Config = IOConfig
+    # About 20 short names fit in 128 tokens.
+    Config = budgeted_config("IOConfig", answer_tokens=128)
