@@ -17,7 +17,8 @@ from kgqa.cli import main
 from kgqa.llm import CachedModel, RecordedModel, Recorder, SQLiteCache, load
 from kgqa.llm.base import Completion, Usage
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.llm.structured import Reply, StructuredOutputError, ask_json
+from kgqa.llm.structured import Reply, StructuredOutputError, ask_json, schema_instruction
+from kgqa.llm.tokens import approx_tokens
 from kgqa.methods.llm_only import DirectAnswer
 
 WRONG_SHAPE = {"result": "Christopher Nolan", "items": [1, 2]}
@@ -169,3 +170,25 @@ def test_eval_counts_the_unreadable_reply_in_results_summary_and_report(
     assert "| unreadable replies | 1 in 1 questions |" in (out / "report.md").read_text()
     trace = {t["id"]: t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())}
     assert "unreadable" in json.dumps(trace[broken.id])
+
+
+def test_a_reply_cut_off_by_its_budget_is_cached_when_its_completed_part_validates(tmp_path: Path) -> None:
+    cache = SQLiteCache(tmp_path / "c.sqlite3")
+    cut = '{"answers": ["Greek", "English", "Gre'
+    inner = ScriptedModel([{"reply": cut}])
+    model = CachedModel(inner, cache, deterministic_only=False)
+    messages = [{"role": "user", "content": "which languages?"}]
+    budget = approx_tokens(cut)  # the reply spent its whole budget
+    assert ask_json(model, messages, DirectAnswer, step="s", salvage=True, max_tokens=budget).answers == [
+        "Greek", "English"]
+    assert len(cache) == 1 and len(inner.history) == 1
+    again = model.chat(messages=[{"role": "system", "content": schema_instruction(DirectAnswer)}, *messages],
+                       schema=DirectAnswer, max_tokens=budget)
+    assert again.cached and again.text == cut
+    # the same text under a larger budget was not cut off by it: a damaged reply, neither stored nor replayed
+    model.chat(messages, schema=DirectAnswer, max_tokens=budget + 100)
+    assert len(cache) == 1
+    # a cut reply whose completed part does not validate is not stored either
+    model = CachedModel(ScriptedModel([{"reply": '{"answ'}]), cache, deterministic_only=False)
+    model.chat([{"role": "user", "content": "other"}], schema=DirectAnswer, max_tokens=1)
+    assert len(cache) == 1

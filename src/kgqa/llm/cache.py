@@ -6,7 +6,9 @@ force it either way with ``cache=True/False``.
 
 A reply asked for against a schema (``schema=``, as :func:`kgqa.llm.structured.ask_json` asks) is stored only when it
 validates, and a stored reply that no longer validates (an older, laxer schema; a cache filled before this rule) is
-skipped as a miss: a faulty endpoint cannot leave damaged replies behind for later runs to replay. ``refresh=True``
+skipped as a miss: a faulty endpoint cannot leave damaged replies behind for later runs to replay. One exception: a
+reply that spent its whole token budget and whose completed part validates (what ``ask_json(salvage=True)`` reads) is
+kept, since the same request at temperature 0 would be cut off the same way. ``refresh=True``
 never reads the cache but writes what it gets (``kgqa eval --refresh-cache``): a clean rerun that replaces old entries.
 """
 
@@ -78,13 +80,23 @@ class SQLiteCache:
         self._db.close()
 
 
-def _readable(schema: Any, text: str, parsed: Any) -> bool:
-    """Whether a reply validates against the schema it was asked for (any reply when none was given)."""
+def _readable(schema: Any, text: str, parsed: Any, *, budget_spent: bool = False) -> bool:
+    """Whether a reply validates against the schema it was asked for (any reply when none was given), or, when it
+    spent its whole token budget (``budget_spent``), whether the part it completed does."""
     if schema is None or not isinstance(schema, type):
         return True
-    from kgqa.llm.structured import reply_error
+    from kgqa.llm.structured import close_truncated, reply_error
 
-    return reply_error(schema, text, parsed) is None
+    if reply_error(schema, text, parsed) is None:
+        return True
+    if not budget_spent or parsed is not None:
+        return False
+    closed = close_truncated(text)
+    return closed is not None and reply_error(schema, "", closed) is None
+
+
+def _budget_spent(completion_tokens: int, params: dict[str, Any]) -> bool:
+    return completion_tokens >= normalize_params(params)["max_tokens"]
 
 
 class CachedModel:
@@ -108,42 +120,44 @@ class CachedModel:
             return None
         return request_key(self._identity, validate_messages(messages), clean)
 
-    def _hit(self, key: str, started: float, schema: Any) -> Completion | None:
+    def _hit(self, key: str, started: float, params: dict[str, Any]) -> Completion | None:
         if self.refresh:
             return None
         found = self.cache.get(key)
         if found is None:
             return None
         text, parsed, usage, model = found
-        if not _readable(schema, text, parsed):
+        if not _readable(params.get("schema"), text, parsed,
+                         budget_spent=_budget_spent(usage.completion_tokens, params)):
             return None
         return Completion(text=text, usage=usage, json=parsed, model=model or self.name, cached=True,
                           latency_s=time.perf_counter() - started)
 
-    def _store(self, key: str | None, completion: Completion, schema: Any) -> None:
-        if key is not None and _readable(schema, completion.text, completion.json):
+    def _store(self, key: str | None, completion: Completion, params: dict[str, Any]) -> None:
+        if key is not None and _readable(params.get("schema"), completion.text, completion.json,
+                                         budget_spent=_budget_spent(completion.usage.completion_tokens, params)):
             self.cache.put(key, completion)
 
     def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
         key = self._key(messages, params)
         if key is not None:
-            hit = self._hit(key, started, params.get("schema"))
+            hit = self._hit(key, started, params)
             if hit is not None:
                 return hit
         completion = self.inner.chat(messages, **params)
-        self._store(key, completion, params.get("schema"))
+        self._store(key, completion, params)
         return completion
 
     async def achat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
         key = self._key(messages, params)
         if key is not None:
-            hit = self._hit(key, started, params.get("schema"))  # a primary-key lookup: quick enough for the event loop
+            hit = self._hit(key, started, params)  # a primary-key lookup: quick enough for the event loop
             if hit is not None:
                 return hit
         completion = await self.inner.achat(messages, **params)
-        self._store(key, completion, params.get("schema"))
+        self._store(key, completion, params)
         return completion
 
     def __getattr__(self, item: str) -> Any:
