@@ -18,7 +18,9 @@ def test_kgqa_methods_lists_the_built_in_methods_with_their_settings(capsys: pyt
     assert ccor["top_k"]["type"] == "int" and ccor["top_k"]["default"] == 3
     assert ccor["pruner"]["default"] == "auto" and ccor["constraint_chain"]["default"] is True
     assert "constraint_chain" not in {s["name"] for s in listing["cor"]["settings"]}  # CoR has no constraint chain
-    assert {s["name"] for s in listing["io"]["settings"]} == {"few_shot", "max_answers"}
+    io = {s["name"]: s for s in listing["io"]["settings"]}
+    assert set(io) == {"few_shot", "max_answers", "answer_tokens"} and io["answer_tokens"]["default"] == 128
+    assert {s["name"]: s for s in listing["cot"]["settings"]}["answer_tokens"]["default"] == 384
     assert listing["io"]["needs"] == {"kg": False, "llm": True, "embedder": False, "artifacts": []}
     # with a remote model CCoR prunes with the LLM: no embedder; with a local one it needs the embedder
     assert listing["ccor"]["needs"]["embedder"] is False
