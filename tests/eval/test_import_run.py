@@ -256,6 +256,14 @@ def test_cli_imports_then_report_and_compare_read_the_run(tmp_path: Path, data_d
     table = capsys.readouterr().out.splitlines()
     assert any(line.split()[:3] == ["method", "pog", "(imported)"] and "vog (imported)" in line for line in table)
     assert any(line.split() == ["Hits@1", "%", "40.0", "100.0"] for line in table)
+    # --by-run: the same table turned round, a row per run
+    assert main(["eval", "compare", str(out), str(other), "--no-breakdowns", "--by-run", "--markdown"]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    columns = [cell.strip() for cell in header.strip("|").split("|")]
+    assert columns[:4] == ["run", "dataset", "split", "method"] and "Hits@1 %" in columns
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    assert [row[0] for row in cells] == ["pog-run", "vog-run"]
+    assert [row[columns.index("Hits@1 %")] for row in cells] == ["40.0", "100.0"]
 
 
 @pytest.mark.parametrize(("case", "message"), [

@@ -171,8 +171,10 @@ def _fail_if_all_failed(run: Any) -> None:
 @click.option("--markdown", is_flag=True, help="Print a markdown table.")
 @click.option("--no-breakdowns", is_flag=True, help="Only the overall metrics.")
 @click.option("--json", "as_json", is_flag=True, help="Print {run: summary} as JSON.")
-def compare_command(run_dirs: tuple[Path, ...], markdown: bool, no_breakdowns: bool, as_json: bool) -> None:
-    """Print runs side by side: one column per RUNDIR, one row per metric (rates in %)."""
+@click.option("--by-run", is_flag=True, help="One row per RUNDIR and one column per metric (many runs read better).")
+def compare_command(run_dirs: tuple[Path, ...], markdown: bool, no_breakdowns: bool, as_json: bool,
+                    by_run: bool) -> None:
+    """Print runs side by side: one column per RUNDIR, one row per metric (rates in %); --by-run turns it round."""
     from kgqa.eval.report import compare_runs, format_table, load_summary
 
     if as_json:
@@ -180,6 +182,9 @@ def compare_command(run_dirs: tuple[Path, ...], markdown: bool, no_breakdowns: b
         click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     header, rows = compare_runs(list(run_dirs), breakdowns=not no_breakdowns)
+    if by_run:
+        header, rows = ["run", *[row[0] for row in rows]], [
+            [run, *[row[column] for row in rows]] for column, run in enumerate(header[1:], start=1)]
     click.echo(format_table(header, rows, markdown=markdown))
 
 
