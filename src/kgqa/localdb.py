@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from kgqa.errors import ConfigError
+
+#: How long opening a file retries "database is locked" (another process switching it to WAL at the same moment).
+OPEN_PATIENCE_S = 30.0
 
 
 class LocalSQLite:
@@ -41,14 +45,27 @@ class LocalSQLite:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
-        try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute(self._schema)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{self._what} {self.path} cannot be opened as SQLite: {exc}") from None
+        deadline = time.monotonic() + OPEN_PATIENCE_S
+        pause = 0.02
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=30000")
+                conn.execute(self._schema)
+                break
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                # Processes opening a new file together race to switch it to WAL; SQLite answers the loser "locked"
+                # at once, without waiting on the busy timeout. Opening again shortly after succeeds.
+                transient = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                if not transient or time.monotonic() + pause > deadline:
+                    raise ConfigError(f"{self._what} {self.path} cannot be opened as SQLite: {exc}") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 

@@ -116,6 +116,47 @@ def test_unusable_cache_file_is_a_clear_error(tmp_path: Path) -> None:
         SQLiteCache(bad)
 
 
+def test_a_file_locked_while_another_process_opens_it_is_opened_again(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Processes opening a new cache together race to switch it to WAL, and SQLite answers the loser "database is
+    locked" at once (CI saw it with 4 writer processes on a loaded machine). The fault is injected: the first two
+    connections refuse the switch."""
+    import sqlite3
+
+    import kgqa.localdb as localdb
+
+    real_connect = sqlite3.connect
+    refused: list[str] = []
+
+    class Refusing:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+            if sql.startswith("PRAGMA journal_mode"):
+                refused.append(sql)
+                raise sqlite3.OperationalError("database is locked")
+            return self.conn.execute(sql, *args)
+
+        def close(self) -> None:
+            self.conn.close()
+
+    def connect(*args: object, **kwargs: object) -> object:
+        conn = real_connect(*args, **kwargs)  # type: ignore[call-overload]
+        return Refusing(conn) if len(refused) < 2 else conn
+
+    monkeypatch.setattr(localdb.sqlite3, "connect", connect)
+    cache = SQLiteCache(tmp_path / "c.sqlite3")
+    assert len(refused) == 2 and len(cache) == 0
+    # A lock that does not clear within the patience is still a clear error, not a hang.
+    refused.clear()
+    monkeypatch.setattr(localdb, "OPEN_PATIENCE_S", 0.1)
+    monkeypatch.setattr(localdb.sqlite3, "connect", lambda *a, **k: Refusing(real_connect(*a, **k)))
+    with pytest.raises(ConfigError, match="cannot be opened as SQLite: database is locked"):
+        SQLiteCache(tmp_path / "d.sqlite3")
+    assert len(refused) >= 2
+
+
 WRITER = textwrap.dedent("""
     import sys
     from kgqa.llm.cache import CachedModel, SQLiteCache
