@@ -95,10 +95,6 @@ def _readable(schema: Any, text: str, parsed: Any, *, budget_spent: bool = False
     return closed is not None and reply_error(schema, "", closed) is None
 
 
-def _budget_spent(completion_tokens: int, params: dict[str, Any]) -> bool:
-    return completion_tokens >= normalize_params(params)["max_tokens"]
-
-
 class CachedModel:
     """Wraps a chat model with a :class:`SQLiteCache`. ``deterministic_only`` caches temperature-0 calls only."""
 
@@ -112,7 +108,11 @@ class CachedModel:
         self._identity: str = identity() if callable(identity) else inner.name
 
     def _key(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str | None:
-        clean = normalize_params(params)
+        return self._key_of(messages, normalize_params(params))
+
+    def _key_of(self, messages: list[dict[str, str]], clean: dict[str, Any]) -> str | None:
+        """The key of a request whose parameters are already normalised (``clean``), or None when it is not cached."""
+        clean = dict(clean)
         wanted = clean.pop("cache", None)
         if wanted is None:
             wanted = not self.deterministic_only or clean["temperature"] == 0.0
@@ -120,44 +120,45 @@ class CachedModel:
             return None
         return request_key(self._identity, validate_messages(messages), clean)
 
-    def _hit(self, key: str, started: float, params: dict[str, Any]) -> Completion | None:
+    def _hit(self, key: str, started: float, schema: Any, budget: int) -> Completion | None:
         if self.refresh:
             return None
         found = self.cache.get(key)
         if found is None:
             return None
         text, parsed, usage, model = found
-        if not _readable(params.get("schema"), text, parsed,
-                         budget_spent=_budget_spent(usage.completion_tokens, params)):
+        if not _readable(schema, text, parsed, budget_spent=usage.completion_tokens >= budget):
             return None
         return Completion(text=text, usage=usage, json=parsed, model=model or self.name, cached=True,
                           latency_s=time.perf_counter() - started)
 
-    def _store(self, key: str | None, completion: Completion, params: dict[str, Any]) -> None:
-        if key is not None and _readable(params.get("schema"), completion.text, completion.json,
-                                         budget_spent=_budget_spent(completion.usage.completion_tokens, params)):
+    def _store(self, key: str | None, completion: Completion, schema: Any, budget: int) -> None:
+        if key is not None and _readable(schema, completion.text, completion.json,
+                                         budget_spent=completion.usage.completion_tokens >= budget):
             self.cache.put(key, completion)
 
     def chat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
-        key = self._key(messages, params)
+        clean = normalize_params(params)
+        key, schema, budget = self._key_of(messages, clean), params.get("schema"), clean["max_tokens"]
         if key is not None:
-            hit = self._hit(key, started, params)
+            hit = self._hit(key, started, schema, budget)
             if hit is not None:
                 return hit
         completion = self.inner.chat(messages, **params)
-        self._store(key, completion, params)
+        self._store(key, completion, schema, budget)
         return completion
 
     async def achat(self, messages: list[dict[str, str]], **params: Any) -> Completion:
         started = time.perf_counter()
-        key = self._key(messages, params)
+        clean = normalize_params(params)
+        key, schema, budget = self._key_of(messages, clean), params.get("schema"), clean["max_tokens"]
         if key is not None:
-            hit = self._hit(key, started, params)  # a primary-key lookup: quick enough for the event loop
+            hit = self._hit(key, started, schema, budget)  # a primary-key lookup: quick enough for the event loop
             if hit is not None:
                 return hit
         completion = await self.inner.achat(messages, **params)
-        self._store(key, completion, params)
+        self._store(key, completion, schema, budget)
         return completion
 
     def __getattr__(self, item: str) -> Any:

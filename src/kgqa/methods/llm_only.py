@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import ConfigDict, Field, StrictInt, create_model
+from pydantic.fields import FieldInfo
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
 from kgqa.llm.structured import Reply
@@ -85,9 +86,9 @@ class ParametricConfig(MethodConfig):
 def budgeted_config(name: str, answer_tokens: int) -> type[ParametricConfig]:
     """``ParametricConfig`` whose ``answer_tokens`` defaults to ``answer_tokens``: each baseline budgets its reply, so a
     small model that loops on a list is stopped early instead of filling the backend's 512 tokens."""
-    return create_model(name, __base__=ParametricConfig, answer_tokens=(
-        Annotated[StrictInt, Field(ge=16)] | None,
-        Field(default=answer_tokens, description="reply budget of the answer (None: the backend's default, 512)")))
+    base = ParametricConfig.model_fields["answer_tokens"]  # the same type, bounds and description; another default
+    return create_model(name, __base__=ParametricConfig,
+                        answer_tokens=(base.annotation, FieldInfo.merge_field_infos(base, default=answer_tokens)))
 
 
 class ParametricPrompting(KGQAMethod):
