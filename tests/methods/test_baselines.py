@@ -141,3 +141,25 @@ def test_replies_are_budgeted_and_a_reply_cut_by_its_budget_is_read_without_a_re
     assert model.prompts()[0].params["max_tokens"] == 512  # None leaves the backend's default
     with pytest.raises(ConfigError, match="answer_tokens"):
         build("io", answer_tokens=4)
+
+
+def test_format_placeholders_echoed_back_are_not_answers() -> None:
+    # The prompts show the list as ["<answer>", ...]; a small model copies it ahead of its real answer.
+    ctx, _, recorder = ctx_for([reply(answers=["<answer>", "Paris", "...", "\u2026", "<http://example.org/Q90>"])])
+    with recorder.scope("q1"):
+        prediction = solve(build("io"), QUESTION, ctx)
+    assert prediction.names == ["Paris", "<http://example.org/Q90>"]  # an IRI in brackets is a name, not a placeholder
+    ctx, _, recorder = ctx_for([reply(reasoning="x", answers=["<answer>"])])
+    with recorder.scope("q1"):
+        prediction = solve(build("cot"), QUESTION, ctx)
+    assert prediction.names == [] and prediction.error is None  # only the placeholder: no answer, and no re-ask
+    assert recorder.totals("q1").calls == 1
+
+
+def test_the_kg_methods_sufficiency_replies_drop_placeholders_too() -> None:
+    from kgqa.methods.pog.method import Sufficiency as PoGSufficiency
+    from kgqa.methods.tog.method import Sufficiency as ToGSufficiency
+
+    for model in (ToGSufficiency, PoGSufficiency):
+        read = model.model_validate({"sufficient": True, "answers": ["<answer>", "Joel Zwick", "<your answer>"]})
+        assert read.answers == ["Joel Zwick"]

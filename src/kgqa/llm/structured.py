@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from kgqa.llm.accounting import note_unreadable
 from kgqa.llm.base import LLMError
@@ -35,6 +35,24 @@ class Reply(BaseModel):
     """Base of the reply models methods ask for: keys the model was not asked for make the reply unreadable."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+# A list item copied from the reply format rather than written: the prompts show lists as ["<answer>", ...]. Only
+# a bracketed word or words (not an IRI such as <http://...>) or an ellipsis.
+_PLACEHOLDER_RE = re.compile(r"\s*(?:<[A-Za-z][A-Za-z _-]*>|\.{2,}|\u2026)\s*")
+
+
+def drop_placeholders(items: list[str]) -> list[str]:
+    """``items`` without the placeholders of the reply format ("<answer>", "...") a model echoed back.
+
+    Small models copy the format's example: at bccb7fb the 135M model's answer lists began with "<answer>" on most
+    ToG, PoG and SRP questions, so strict Hits@1 scored the placeholder and the real answer behind it was lost.
+    """
+    return [item for item in items if not _PLACEHOLDER_RE.fullmatch(item)]
+
+
+#: The answer list of a reply model: names, best first, with echoed format placeholders dropped.
+AnswerNames = Annotated[list[str], AfterValidator(drop_placeholders)]
 
 
 class StructuredOutputError(LLMError):

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, StrictInt, create_model
 from pydantic.fields import FieldInfo
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
-from kgqa.llm.structured import Reply
+from kgqa.llm.structured import AnswerNames, Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 
 if TYPE_CHECKING:
@@ -23,14 +23,14 @@ class DirectAnswer(Reply):
     # Models often write years and counts as JSON numbers; they are answers all the same.
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    answers: list[str] = Field(description="answer names, best first")
+    answers: AnswerNames = Field(description="answer names, best first")
 
 
 class ReasonedAnswer(Reply):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     reasoning: str = Field(default="", description="step-by-step reasoning, written before the answers")
-    answers: list[str] = Field(description="answer names, best first")
+    answers: AnswerNames = Field(description="answer names, best first")
 
 
 def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, *, reasoning: bool, step: str,

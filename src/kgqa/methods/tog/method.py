@@ -47,7 +47,7 @@ from kgqa.errors import KGError
 from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import Reply
+from kgqa.llm.structured import AnswerNames, Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -76,7 +76,7 @@ class Sufficiency(Reply):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     sufficient: bool
-    answers: list[str] = Field(description="answer names, best first (empty when not sufficient)")
+    answers: AnswerNames = Field(description="answer names, best first (empty when not sufficient)")
     reason: str = ""
 
 
