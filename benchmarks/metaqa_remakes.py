@@ -27,13 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from kgqa.eval.datasets import load_dataset, resolve_data_dir
+from kgqa.eval.metaqa_chains import QTYPE_CHAINS
+from kgqa.kg.base import Direction
 from kgqa.provenance import source_commit
 
-RELATION_OF_QTYPE = {
-    "movie_to_director": "directed_by", "movie_to_writer": "written_by", "movie_to_actor": "starred_actors",
-    "movie_to_year": "release_year", "movie_to_genre": "has_genre", "movie_to_language": "in_language",
-    "movie_to_tags": "has_tags", "movie_to_imdbrating": "has_imdb_rating", "movie_to_imdbvotes": "has_imdb_votes",
-}
 RULES = ("first block", "largest block", "oldest film", "best-connected answers")
 
 
@@ -78,9 +75,11 @@ def measure(split: str, data_dir: Path, blocks: dict[str, list[list[tuple[str, s
     counts: Counter[str] = Counter()
     chance = 0.0
     for q in questions:
-        relation = RELATION_OF_QTYPE.get(q.metadata.get("qtype", ""))
-        if relation is None or len(q.topic_entities) != 1:
+        chain = QTYPE_CHAINS.get(q.metadata.get("qtype", ""), ())
+        # A question about a film: one hop out of it (movie_to_director, movie_to_year ...).
+        if len(chain) != 1 or chain[0].direction is not Direction.OUT or len(q.topic_entities) != 1:
             continue
+        relation = chain[0].relation
         film = blocks.get(q.topic_entities[0].name, [])
         if len(film) < 2:
             continue

@@ -33,6 +33,16 @@ class ReasonedAnswer(Reply):
     answers: AnswerNames = Field(description="answer names, best first")
 
 
+class Sufficiency(Reply):
+    """Whether the triples gathered so far suffice, the answers they give, and why: the reasoning reply of ToG and PoG."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    sufficient: bool
+    answers: AnswerNames = Field(description="answer names, best first (empty when not sufficient)")
+    reason: str = ""
+
+
 def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, *, reasoning: bool, step: str,
                      max_tokens: int | None = None, **prompt_vars: str) -> tuple[list[str], str]:
     """Ask for ``{"answers": [...]}`` (with ``"reasoning"`` first when ``reasoning``); returns (answers, reasoning).

@@ -42,9 +42,9 @@ from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import AnswerNames, Reply
+from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import answer_alone
+from kgqa.methods.llm_only import Sufficiency, answer_alone
 from kgqa.methods.registry import register_method
 from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import (
@@ -82,14 +82,6 @@ class Memory(Reply):
 
     solved: list[int] = Field(description="numbers of the sub-objectives solved")
     known: str = Field(default="", description="what the triples establish, one short sentence")
-
-
-class Sufficiency(Reply):
-    model_config = ConfigDict(coerce_numbers_to_str=True)
-
-    sufficient: bool
-    answers: AnswerNames = Field(description="answer names, best first (empty when not sufficient)")
-    reason: str = ""
 
 
 class Reflection(Reply):

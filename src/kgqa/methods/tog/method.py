@@ -40,16 +40,15 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import AnswerNames, Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import answer_alone, generate_answers
+from kgqa.methods.llm_only import Sufficiency, answer_alone, generate_answers
 from kgqa.methods.registry import register_method
 from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
@@ -68,16 +67,6 @@ from kgqa.steps.walks import (
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
-
-
-class Sufficiency(Reply):
-    """Whether the triples suffice, the answers they give, and why."""
-
-    model_config = ConfigDict(coerce_numbers_to_str=True)
-
-    sufficient: bool
-    answers: AnswerNames = Field(description="answer names, best first (empty when not sufficient)")
-    reason: str = ""
 
 
 class ToGConfig(MethodConfig):
