@@ -132,3 +132,28 @@ def test_the_second_checker_asks_for_a_revision_the_llm_did_not() -> None:
 def test_a_question_without_a_topic_is_answered_by_the_llm_alone() -> None:
     prediction, _, recorder, _ = _run(by_step(BASE), topic=("m.nowhere", "Nowhere"))
     assert prediction.names == ["Guess"] and list(recorder.by_step()) == ["vog.generate"]
+
+
+def test_a_plan_that_only_echoes_the_reply_format_is_read_as_no_plan() -> None:
+    # The 135M model's plans: "Search[...]" steps and a "Finish[..." cut off before its bracket, nothing else.
+    echoed = [{"thought": "...", "action": "Search[...]", "predicted": "..."},
+              {"thought": "...", "action": "Finish[...", "predicted": "..."}] * 5
+    policy = by_step({**BASE, "vog.plan": {"steps": echoed}})
+    prediction, _, recorder, _ = _run(policy, text="Who directed Inception?", verification=False)
+    plan = next(e for e in prediction.trace if e["step"] == "vog.plan")
+    assert plan["actions"] == [] and plan["failure"] == "no step"
+    assert recorder.by_step()["vog.plan"].calls == 1  # a readable reply that says nothing: not re-asked
+    observed = [e for e in prediction.trace if e["step"] == "vog.observe"]
+    assert [e["action"] for e in observed] == ["Search[Who directed Inception?]"]  # the question is the one step
+    assert observed[0]["relations"] == ["film.film.directed_by"]
+
+
+def test_a_placeholder_action_keeps_the_step_and_searches_by_its_thought() -> None:
+    from kgqa.methods.vog.method import Plan
+
+    plan = Plan.model_validate({"steps": [{"thought": "Find the director.", "action": "Search[...]",
+                                           "predicted": "<observation>"},
+                                          {"thought": "", "action": "Finish[Christopher Nolan", "predicted": ""}]})
+    first, last = plan.steps
+    assert (first.kind, first.target, first.thought, first.predicted) == ("search", "", "Find the director.", "")
+    assert (last.kind, last.target) == ("finish", "Christopher Nolan")

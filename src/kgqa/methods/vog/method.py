@@ -53,7 +53,7 @@ from kgqa.errors import KGError
 from kgqa.kg.base import Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import Reply
+from kgqa.llm.structured import Reply, drop_placeholders
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -81,6 +81,7 @@ from kgqa.steps.walks import (
 
 PROMPTS = PromptBook.for_package("kgqa.methods.vog")
 _ACTION_RE = re.compile(r"^\s*(Search|Finish)\s*\[(.*)\]\s*$", re.S | re.I)
+_OPEN_ACTION_RE = re.compile(r"^\s*(Search|Finish)\s*\[[^\]]*$", re.S | re.I)
 
 
 class PlanStep(Reply):
@@ -92,7 +93,14 @@ class PlanStep(Reply):
     @classmethod
     def _action(cls, value: Any) -> Any:
         text = str(value).strip()
+        if _OPEN_ACTION_RE.match(text) and not _ACTION_RE.match(text):
+            text += "]"  # "Finish[..." cut off before its bracket is still a Finish
         return text if _ACTION_RE.match(text) else f"Search[{text}]"
+
+    @field_validator("thought", "predicted", mode="before")
+    @classmethod
+    def _no_placeholder(cls, value: Any) -> Any:
+        return "" if value is None or not drop_placeholders([str(value)]) else value
 
     @property
     def kind(self) -> str:
@@ -101,8 +109,15 @@ class PlanStep(Reply):
 
     @property
     def target(self) -> str:
+        """What the action names; "" when it is an echoed format placeholder ("Search[...]")."""
         found = _ACTION_RE.match(self.action)
-        return found.group(2).strip() if found else self.action
+        text = found.group(2).strip() if found else self.action
+        return text if drop_placeholders([text]) else ""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing but the reply format echoed back: no target, no thought, no prediction."""
+        return not (self.target or self.thought.strip() or self.predicted.strip())
 
     def render(self) -> str:
         return f"Thought: {self.thought}\nAction: {self.action}\nPredicted observation: {self.predicted}"
@@ -110,6 +125,13 @@ class PlanStep(Reply):
 
 class Plan(Reply):
     steps: list[PlanStep]
+
+    @field_validator("steps")
+    @classmethod
+    def _drop_empty(cls, steps: list[PlanStep]) -> list[PlanStep]:
+        # The 135M model's plans were mostly "Search[...]" / "Finish[...]" copied from the format (e2 dev at 5a6d306:
+        # 13 such steps on one question, each retrieved, verified and revised 4 times, 60 calls for nothing).
+        return [step for step in steps if not step.empty]
 
 
 class Verification(Reply):
@@ -282,7 +304,7 @@ class _Run:
 
     def _retrieve(self, step: PlanStep, frontier: list[WalkPath], index: int) -> tuple[list[WalkPath], list[str]]:
         """Relations, then entities, for one step: the paths kept and the observation in words."""
-        query = f"{step.target} {step.thought}".strip()
+        query = f"{step.target} {step.thought}".strip() or step.predicted or self.question.text
         hops = list(dict.fromkeys(h for p in frontier for h in entity_hops(self.kg, p.end, exclude=p.back_hop())))
         names = self.kg.names(list(dict.fromkeys(p.end for p in frontier)))
         chosen = self._relations(query, hops, [n for n in dict.fromkeys(names.values()) if n][:5] or ["(mediator)"])
