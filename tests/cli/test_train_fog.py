@@ -40,3 +40,46 @@ def test_word_dropout_out_of_range_is_a_one_line_error(tmp_path: Path, capsys: p
                  "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err
     assert code == 2 and "--word-dropout must be in [0, 1)" in err and "Traceback" not in err
+
+
+def test_train_fog_with_composed_wordings_records_the_table(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # A table for two of the demo KG's relations; the demo questions on other chains keep their own wording.
+    table = tmp_path / "demo-wordings.toml"
+    table.write_text('frames = ["Name {np}.", "{np}?"]\n[out]\n"film.film.directed_by" = ["the director of {x}"]\n'
+                     '"people.person.place_of_birth" = ["the birthplace of {x}"]\n', encoding="utf-8")
+    out = tmp_path / "scorer"
+    code = main([
+        "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
+        "--epochs", "1", "--propagation-epochs", "0", "--composed-wordings", str(table), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "with composed-wording copies" in err
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["settings"]["composed_wordings"] == str(table)
+    assert f"Composed wordings: {table}" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+
+
+def test_composed_copies_fall_back_to_the_question_where_the_table_has_no_phrase() -> None:
+    import random
+
+    from kgqa.kg.base import parse_chain
+    from kgqa.steps.foresight.training import TrainingQuestion, composed_copies
+
+    covered = TrainingQuestion("who directed Heat", ("m.heat",), parse_chain("directed_by"), frozenset({"x"}),
+                               mentions=("Heat",))
+    uncovered = TrainingQuestion("who produced Heat", ("m.heat",), parse_chain("produced_by"), frozenset({"x"}),
+                                 mentions=("Heat",))
+    copies = composed_copies([covered, uncovered], "metaqa", random.Random(0))
+    from kgqa.steps.foresight.wordings import ChainWordings
+
+    assert copies[0] in set(ChainWordings.load("metaqa").every(covered.chain, "Heat"))
+    assert copies[1] == uncovered.text
+
+
+def test_an_unknown_composed_wordings_table_is_a_one_line_error(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--composed-wordings",
+                 "nosuch", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "composed wordings 'nosuch': not a packaged table (metaqa)" in err and "Traceback" not in err

@@ -467,3 +467,59 @@ def test_validation_by_template_holds_out_every_question_of_a_held_out_template(
     assert again == val
     by_question, _ = split_validation(questions, TrainSettings(validation_share=0.3), random.Random(0))
     assert len(by_question) == round(0.3 * len(questions))
+
+
+def test_composed_wordings_write_every_metaqa_chain_in_other_words_and_are_seeded() -> None:
+    import random
+
+    from kgqa.eval.metaqa_chains import QTYPE_CHAINS
+    from kgqa.steps.foresight.wordings import ChainWordings
+
+    table = ChainWordings.load("metaqa")
+    chain = QTYPE_CHAINS["movie_to_director_to_movie_to_year"]
+    first = [table.compose(chain, "Heat", random.Random(5)) for _ in range(2)]
+    assert first[0] == first[1] and first[0] is not None and "Heat" in first[0]
+    for qtype, qchain in QTYPE_CHAINS.items():
+        text = table.compose(qchain, "Heat", random.Random(qtype))
+        assert text is not None and "Heat" in text and text[0].isupper(), qtype
+    # the phrases nest from the topic outward: the last hop's words come first
+    every = set(table.every(QTYPE_CHAINS["movie_to_director_to_movie"], "Heat"))
+    assert "Name films directed by the director of Heat." in every
+    assert not any("Heat's director's" in q or "has directed's" in q for q in every)  # possessives only at the topic
+    assert table.compose(parse_chain("produced_by"), "Heat", random.Random(0)) is None  # no phrase for it
+
+
+def test_composed_wordings_never_write_a_template_of_the_reworded_test_sets() -> None:
+    """The packaged table trains scorers that are then measured on metaqa-reworded-*: no question it can compose may
+    be one of those wordings (topic abstracted, case and punctuation ignored)."""
+    import re
+    from pathlib import Path
+
+    import kgqa.data.metaqa_reworded as reworded
+    from kgqa.eval.metaqa_chains import QTYPE_CHAINS, iter_metaqa_questions
+    from kgqa.steps.foresight.wordings import ChainWordings
+
+    def norm(text: str) -> str:
+        return re.sub(r"[^a-z0-9{} ]", "", " ".join(text.lower().split()))
+
+    table = ChainWordings.load("metaqa")
+    base = Path(reworded.__file__).parent
+    for hops in (1, 2, 3):
+        for q in iter_metaqa_questions(base, hops, "test"):
+            template = norm(q["question"].replace(f"[{q['topic']}]", "{}"))
+            assert template not in {norm(t) for t in table.every(QTYPE_CHAINS[q["qtype"]], "{}")}, q["question"]
+
+
+def test_a_bad_composed_wordings_table_is_a_clear_error(tmp_path: Path) -> None:
+    from kgqa.errors import ConfigError
+    from kgqa.steps.foresight.wordings import ChainWordings
+
+    with pytest.raises(ConfigError, match="not a packaged table"):
+        ChainWordings.load("nosuch")
+    bad = tmp_path / "t.toml"
+    bad.write_text('frames = ["{np}?"]\n[out]\ndirected_by = ["the director"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"out.directed_by must be a non-empty list of phrases with \{x\}"):
+        ChainWordings.load(str(bad))
+    bad.write_text("frames = [", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        ChainWordings.load(str(bad))

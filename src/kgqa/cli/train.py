@@ -56,13 +56,16 @@ def train_group() -> None:
 @click.option("--word-dropout", type=float, default=0.0, show_default=True,
               help="Share of each question's words deleted or masked in an augmented copy the scorer also trains on "
                    "(0: none; docs/fog.md).")
+@click.option("--composed-wordings", default=None, metavar="TABLE",
+              help="Phrase table composing one more copy of every question from its relation chain, in other words "
+                   "than the dataset's templates: a packaged name (metaqa) or a TOML file (docs/fog.md).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
               epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int, stop_negatives: int,
-              hidden: int, limit: int | None, validation_share: float, validation_by: str, word_dropout: float, seed: int,
-              data_dir: str | None) -> None:
+              hidden: int, limit: int | None, validation_share: float, validation_by: str, word_dropout: float,
+              composed_wordings: str | None, seed: int, data_dir: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -90,6 +93,10 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         raise ConfigError(f"--validation-share must be in [0, 0.5), got {validation_share}")
     if not 0 <= word_dropout < 1:
         raise ConfigError(f"--word-dropout must be in [0, 1), got {word_dropout}")
+    if composed_wordings:
+        from kgqa.steps.foresight.wordings import ChainWordings
+
+        ChainWordings.load(composed_wordings)  # a bad table is a one-line error before any work
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
@@ -114,7 +121,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         settings = TrainSettings(lr=lr, epochs=epochs, batch_size=batch_size, kappa=kappa, seed=seed,
                                  stop_negatives=stop_negatives,
                                  validation_share=validation_share, validation_by=validation_by,
-                                 word_dropout=word_dropout, propagation_epochs=propagation_epochs,
+                                 word_dropout=word_dropout, composed_wordings=composed_wordings,
+                                 propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
@@ -164,7 +172,7 @@ def train_ensemble(members: tuple[str, ...], out_dir: str) -> None:
     (out / ENSEMBLE).write_text(json.dumps({"members": [str(p) for p in paths]}, indent=2) + "\n", encoding="utf-8")
     lines = ["# FoG scorer ensemble", "", f"- Encoder (shared): `{loaded.encoder}`", f"- kgqa commit: {_commit()}",
              "- Scores: the members' mean s_t at expansion and after propagation", "", "| member | validation hit | "
-             "Hits@1 | F1 | validated by | word dropout |", "|---|---|---|---|---|---|"]
+             "Hits@1 | F1 | validated by | word dropout | composed wordings |", "|---|---|---|---|---|---|---|"]
     for path, member in zip(paths, loaded.members, strict=True):
         val = member.meta.get("validation")
         val = val if isinstance(val, dict) else {}
@@ -173,7 +181,7 @@ def train_ensemble(members: tuple[str, ...], out_dir: str) -> None:
         settings = settings if isinstance(settings, dict) else {}
         lines.append(f"| `{path}` | {val.get('hit', float('nan')):.1f} | {val.get('hits1', float('nan')):.1f} | "
                      f"{val.get('f1', float('nan')):.1f} | {settings.get('validation_by', 'question')} | "
-                     f"{settings.get('word_dropout', 0.0)} |")
+                     f"{settings.get('word_dropout', 0.0)} | {settings.get('composed_wordings') or '-'} |")
     (out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     click.echo(f"wrote {out} ({len(paths)} members); use it with --method fog --method-config scorer={out}")
 
@@ -316,6 +324,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Held out for validation and early stopping: {summary.get('validation_questions')} questions
   (by {s.get('validation_by', 'question')}{held_note})
 - Word dropout: {s.get('word_dropout', 0.0)} (share of words deleted or masked in each question's augmented copy)
+- Composed wordings: {s.get('composed_wordings') or 'none'} (phrase table writing a copy of each question from its chain)
 - Triples: {summary.get('train_triples')} training, {summary.get('validation_triples')} validation
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},

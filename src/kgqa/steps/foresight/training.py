@@ -24,9 +24,15 @@ how well the training wordings are remembered.
 **Word dropout** (``word_dropout`` p, kgqa's addition): every training question also gets one corrupted copy, each of
 its words outside the topic mentions deleted with probability p/2 or replaced by ``[MASK]`` with probability p/2 (the
 mask token of BERT-family encoders such as MiniLM; other encoders read it as a word), and each training triple reads
-the copy half the time. A scorer trained on a few templates per
+the copy half the time (with both augmentations, a third of the time each). A scorer trained on a few templates per
 question type learns to lean on every cue a question gives (the answer type, each relation word) rather than on one
 template word; unseen verbs ("helmed") then cost less. Validation always reads the questions as written.
+
+**Composed wordings** (``composed_wordings``, kgqa's addition): every training question also gets a copy written from
+its relation chain and topic by a phrase table (:mod:`kgqa.steps.foresight.wordings`, "metaqa" packaged): "Can you list
+movies made by Heat's director?" for ``directed_by,^directed_by``. The copy states the same chain in words MetaQA's
+templates never use, so the scorer learns which relation words continue a walk, not which template does. The
+propagation phase reads the questions as written.
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ class TrainSettings:
     word_dropout: float = 0.0
     #: "question" (a random share of questions) or "template" (a random share of question templates)
     validation_by: str = "question"
+    #: a phrase table (kgqa.steps.foresight.wordings: "metaqa" or a TOML path) composing one more copy of every
+    #: question from its relation chain (None: no copy; see the module docstring)
+    composed_wordings: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -275,11 +284,16 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
         f"({sum(e.label for e in examples):.0f} positive); {unreached} questions whose chain reaches no gold answer")
 
     texts = [q.text for q in questions]
-    augmented = settings.word_dropout > 0
-    if augmented:  # rows N.. hold the corrupted copies (see the module docstring)
+    copies: list[str] = []  # blocks of len(questions) rows after the originals, one block per augmentation
+    if settings.word_dropout > 0:
         noise = random.Random(f"{settings.seed}:word-dropout")
         texts += [drop_words(q.text, q.mentions, settings.word_dropout, noise) for q in questions]
-    say("question token vectors" + (" (with word-dropout copies)" if augmented else ""))
+        copies.append("word-dropout")
+    if settings.composed_wordings:
+        texts += composed_copies(questions, settings.composed_wordings, random.Random(f"{settings.seed}:composed"))
+        copies.append("composed-wording")
+    augmented = bool(copies)
+    say("question token vectors" + (f" (with {' and '.join(copies)} copies)" if augmented else ""))
     q_tokens, q_mask = labels.tokens(texts)
     # float16 at rest (MetaQA dev: 39k questions x ~20 tokens), float32 per batch
     q_store = torch.from_numpy(q_tokens.astype(np.float16)).unsqueeze(1)
@@ -309,8 +323,8 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             idx = perm[lo:lo + settings.batch_size]
             with torch.set_grad_enabled(train):
                 rows = data["question"][idx]
-                if train and augmented:  # half the triples read their question's corrupted copy
-                    rows = rows + len(questions) * (torch.rand(len(idx)) < 0.5).long()
+                if train and augmented:  # each triple reads its question or one of its copies, uniformly
+                    rows = rows + len(questions) * torch.randint(0, len(copies) + 1, (len(idx),))
                 vectors = data["vectors"]
                 pad = q_pad[rows]
                 width = int((~pad).sum(dim=-1).max())  # trim the batch's questions to its longest one
@@ -392,6 +406,21 @@ def split_validation(questions: Sequence[TrainingQuestion], settings: TrainSetti
             break
         val.update(members)
     return val, [i for i in order if i not in val]
+
+
+def composed_copies(questions: Sequence[TrainingQuestion], table: str, rng: random.Random) -> list[str]:
+    """One question per training question composed from its chain and topic mention by the phrase table ``table``
+    (:mod:`kgqa.steps.foresight.wordings`); the question as written where the table has no phrase for a hop or the
+    question names no topic."""
+    from kgqa.steps.foresight.wordings import ChainWordings
+
+    wordings = ChainWordings.load(table)
+    out: list[str] = []
+    for question in questions:
+        mention = next((m for m in question.mentions if m), "")
+        composed = wordings.compose(question.chain, mention, rng) if mention else None
+        out.append(composed or question.text)
+    return out
 
 
 _WORD_RE = re.compile(r"\S+")
