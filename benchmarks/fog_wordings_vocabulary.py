@@ -26,8 +26,10 @@ LEFT_OUT = ("helmed", "penned", "whoever", "pictures", "featuring", "screenwrite
 
 def split(rows: list[dict], words: tuple[str, ...]) -> dict:
     pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")", re.I)
-    with_words = [r for r in rows if pattern.search(r["question"])]
-    without = [r for r in rows if not pattern.search(r["question"])]
+    with_words: list[dict] = []
+    without: list[dict] = []
+    for row in rows:
+        (with_words if pattern.search(row["question"]) else without).append(row)
 
     def hits1(part: list[dict]) -> float | None:
         return round(100 * sum(float(r["hit1"]) for r in part) / len(part), 1) if part else None

@@ -42,13 +42,18 @@ class Reply(BaseModel):
 _PLACEHOLDER_RE = re.compile(r"\s*(?:<[A-Za-z][A-Za-z _-]*>|\.{2,}|\u2026)\s*")
 
 
+def is_placeholder(text: str) -> bool:
+    """Whether ``text`` is a placeholder of the reply format ("<answer>", "...") rather than something written."""
+    return _PLACEHOLDER_RE.fullmatch(text) is not None
+
+
 def drop_placeholders(items: list[str]) -> list[str]:
     """``items`` without the placeholders of the reply format ("<answer>", "...") a model echoed back.
 
     Small models copy the format's example: at bccb7fb the 135M model's answer lists began with "<answer>" on most
     ToG, PoG and SRP questions, so strict Hits@1 scored the placeholder and the real answer behind it was lost.
     """
-    return [item for item in items if not _PLACEHOLDER_RE.fullmatch(item)]
+    return [item for item in items if not is_placeholder(item)]
 
 
 #: The answer list of a reply model: names, best first, with echoed format placeholders dropped.

@@ -53,7 +53,7 @@ from kgqa.errors import KGError
 from kgqa.kg.base import Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
-from kgqa.llm.structured import Reply, drop_placeholders
+from kgqa.llm.structured import Reply, is_placeholder
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
@@ -100,7 +100,7 @@ class PlanStep(Reply):
     @field_validator("thought", "predicted", mode="before")
     @classmethod
     def _no_placeholder(cls, value: Any) -> Any:
-        return "" if value is None or not drop_placeholders([str(value)]) else value
+        return "" if value is None or is_placeholder(str(value)) else value
 
     @property
     def kind(self) -> str:
@@ -112,7 +112,7 @@ class PlanStep(Reply):
         """What the action names; "" when it is an echoed format placeholder ("Search[...]")."""
         found = _ACTION_RE.match(self.action)
         text = found.group(2).strip() if found else self.action
-        return text if drop_placeholders([text]) else ""
+        return "" if is_placeholder(text) else text
 
     @property
     def empty(self) -> bool:

@@ -75,32 +75,40 @@ class ChainWordings:
 
     def compose(self, chain: Chain, mention: str, rng: random.Random) -> str | None:
         """A question asking for the ends of ``chain`` from ``mention``; None when a hop has no phrase."""
-        if not chain or not self.covers(chain):
+        options = self._hop_options(chain)
+        if options is None:
             return None
         phrase = mention
-        for depth, hop in enumerate(chain):
-            options = self.phrases[(_direction(hop.direction), hop.relation)]
-            if depth:  # a possessive or a clause reads badly around a phrase: "what the director of X has directed's"
-                options = tuple(o for o in options if _nests(o)) or options
-            phrase = rng.choice(options).replace("{x}", phrase)
-        question = rng.choice(self.frames).replace("{np}", phrase)
-        return question[0].upper() + question[1:]
-
+        for choices in options:
+            phrase = rng.choice(choices).replace("{x}", phrase)
+        return _ask(rng.choice(self.frames), phrase)
 
     def every(self, chain: Chain, mention: str) -> Iterator[str]:
         """Every question :meth:`compose` can write for ``chain`` (to check a table against a test set's wordings)."""
-        if not chain or not self.covers(chain):
+        options = self._hop_options(chain)
+        if options is None:
             return
         phrases = [mention]
+        for choices in options:
+            phrases = [o.replace("{x}", p) for p in phrases for o in choices]
+        yield from (_ask(frame, phrase) for phrase in phrases for frame in self.frames)
+
+    def _hop_options(self, chain: Chain) -> list[tuple[str, ...]] | None:
+        """The phrases each hop may take, topic first; None when a hop has none."""
+        if not chain or not self.covers(chain):
+            return None
+        options = []
         for depth, hop in enumerate(chain):
-            options = self.phrases[(_direction(hop.direction), hop.relation)]
-            if depth:
-                options = tuple(o for o in options if _nests(o)) or options
-            phrases = [o.replace("{x}", p) for p in phrases for o in options]
-        for phrase in phrases:
-            for frame in self.frames:
-                question = frame.replace("{np}", phrase)
-                yield question[0].upper() + question[1:]
+            choices = self.phrases[(_direction(hop.direction), hop.relation)]
+            if depth:  # a possessive or a clause reads badly around a phrase: "what the director of X has directed's"
+                choices = tuple(o for o in choices if _nests(o)) or choices
+            options.append(choices)
+        return options
+
+
+def _ask(frame: str, phrase: str) -> str:
+    question = frame.replace("{np}", phrase)
+    return question[0].upper() + question[1:]
 
 
 def _nests(phrase: str) -> bool:
