@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
              "| of which the LLM | checker contradictions | steps at revision limit | questions at call/step limit "
              "| answered | errors |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in rows:
-        limits = ", ".join(f"{k} {v}" for k, v in sorted(r["question_limits"].items())) or "0"
+        limits = "; ".join(f"{k}: {v}" for k, v in sorted(r["question_limits"].items())) or "0"
         lines.append(f"| {Path(r['run']).name} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} | {r['n']} | "
                      f"{r['plans_unreadable']} | {r['plan_steps_per_q']} | {r['verifications']} | "
                      f"{r['asked_to_revise']} | {r['llm_asked']} | {r['checker_contradicted']} | "
