@@ -21,22 +21,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kgqa.errors import KGQAError
+from kgqa.eval.rundir import CONFIG_FILE, TRACES_FILE, parse_lines, read_config, read_results
 from kgqa.provenance import source_commit
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def read_run(run: Path) -> dict[str, Any]:
-    """One row of counts for the VoG run in ``run`` (questions with a result only)."""
-    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    """One row of counts for the VoG run in ``run`` (questions with a result only; a run still writing is read as far
+    as its last whole line)."""
+    config = read_config(run)
     if config.get("method") != "vog":
         raise ValueError(f"{run}: a {config.get('method')!r} run, not a vog run")
-    results = {r["id"]: r for r in _lines(run / "results.jsonl")}
+    results = {r["id"]: r for r in read_results(run)}
     counts: Counter[str] = Counter()
     limits: Counter[str] = Counter()
-    for trace in _lines(run / "traces.jsonl"):
+    for trace in parse_lines(run / TRACES_FILE, repair=False):
         if trace["id"] not in results:
             continue
         for event in trace.get("trace") or []:
@@ -57,7 +56,7 @@ def read_run(run: Path) -> dict[str, Any]:
     n = len(rows)
     answered = sum(1 for r in rows if r.get("n_pred"))
     return {"run": str(run), "dataset": config.get("dataset"), "split": config.get("split"),
-            "commit": config.get("kgqa_commit") or config.get("commit"), "n": n,
+            "commit": config.get("kgqa_commit"), "n": n,
             "plans_unreadable": counts["plans_unreadable"],
             "plan_steps_per_q": round(counts["plan_steps"] / n, 2) if n else None,
             "verifications": counts["verifications"], "asked_to_revise": counts["asked_to_revise"],
@@ -71,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="VoG run directories (kgqa eval --method vog --out)")
     parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
-    missing = [str(r) for r in args.runs if not (r / "traces.jsonl").is_file() or not (r / "config.json").is_file()]
+    missing = [str(r) for r in args.runs if not (r / TRACES_FILE).is_file() or not (r / CONFIG_FILE).is_file()]
     if missing:
         parser.error(f"not a run directory (no config.json or traces.jsonl): {', '.join(missing)}")
     try:
         rows = [read_run(run) for run in args.runs]
-    except ValueError as exc:
+    except (ValueError, KGQAError) as exc:  # not a vog run; a damaged results or traces line
         parser.error(str(exc))
     command = "python benchmarks/vog_traces.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     record = {"benchmark": "vog_traces", "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
