@@ -13,18 +13,12 @@ Writes ``benchmarks/results/first_reasoning.{json,md}`` (``--out-dir``).
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import shlex
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kgqa.errors import KGQAError
-from kgqa.eval.rundir import CONFIG_FILE, TRACES_FILE, parse_lines, read_config, read_results
-from kgqa.provenance import source_commit
+from _run_readers import run_reader_main
+from kgqa.eval.rundir import TRACES_FILE, parse_lines, read_config, read_results
 
 GROUPS = ("sufficient, answers", "sufficient, empty list", "not sufficient or unreadable", "no reasoning step")
 
@@ -58,36 +52,24 @@ def read_run(run: Path) -> dict[str, Any]:
             "calls_per_q": round(sum(calls.values()) / len(calls), 2) if calls else None, "groups": groups}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="ToG or PoG run directories (kgqa eval --out)")
-    parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
-    args = parser.parse_args(argv)
-    missing = [str(r) for r in args.runs if not (r / TRACES_FILE).is_file() or not (r / CONFIG_FILE).is_file()]
-    if missing:
-        parser.error(f"not a run directory (no config.json or traces.jsonl): {', '.join(missing)}")
-    try:
-        rows = [read_run(run) for run in args.runs]
-    except (ValueError, KGQAError) as exc:  # not a tog/pog run; a damaged results or traces line
-        parser.error(str(exc))
-    command = "python benchmarks/first_reasoning.py " + shlex.join(argv if argv is not None else sys.argv[1:])
-    record = {"benchmark": "first_reasoning", "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "commit": source_commit(), "command": command, "runs": rows}
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "first_reasoning.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+def markdown(record: dict[str, Any]) -> list[str]:
+    """The markdown table of a record."""
     lines = [f"# ToG's and PoG's calls by their first reasoning reply ({record['when']}, commit {record['commit']})", "",
-             f"Command: `{command}`. Questions (mean LLM calls per question) in each group; not a re-run.", "",
+             f"Command: `{record['command']}`. Questions (mean LLM calls per question) in each group; not a re-run.", "",
              "| run | method | dataset | run commit | n | calls/q | " + " | ".join(GROUPS) + " |",
              "|---|---|---|---|---:|---:|" + "---:|" * len(GROUPS)]
-    for r in rows:
+    for r in record["runs"]:
         cells = [f"{g['questions']} ({g['calls_per_q']:.2f})" if g["questions"] else "0"
                  for g in r["groups"].values()]
         lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} "
                      f"| {r['n']} | {r['calls_per_q']} | " + " | ".join(cells) + " |")
-    (out / "first_reasoning.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_reader_main(argv, name="first_reasoning", description=__doc__.split("\n\n")[0],
+                           runs_help="ToG or PoG run directories (kgqa eval --out)", read_run=read_run,
+                           markdown=markdown)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,12 @@ Writes ``benchmarks/results/vog_traces.{json,md}`` (``--out-dir``).
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import shlex
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kgqa.errors import KGQAError
-from kgqa.eval.rundir import CONFIG_FILE, TRACES_FILE, parse_lines, read_config, read_results
-from kgqa.provenance import source_commit
+from _run_readers import run_reader_main
+from kgqa.eval.rundir import TRACES_FILE, parse_lines, read_config, read_results
 
 
 def read_run(run: Path) -> dict[str, Any]:
@@ -65,38 +59,26 @@ def read_run(run: Path) -> dict[str, Any]:
             "answered": answered, "errors": sum(1 for r in rows if r.get("error"))}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="VoG run directories (kgqa eval --method vog --out)")
-    parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
-    args = parser.parse_args(argv)
-    missing = [str(r) for r in args.runs if not (r / TRACES_FILE).is_file() or not (r / CONFIG_FILE).is_file()]
-    if missing:
-        parser.error(f"not a run directory (no config.json or traces.jsonl): {', '.join(missing)}")
-    try:
-        rows = [read_run(run) for run in args.runs]
-    except (ValueError, KGQAError) as exc:  # not a vog run; a damaged results or traces line
-        parser.error(str(exc))
-    command = "python benchmarks/vog_traces.py " + shlex.join(argv if argv is not None else sys.argv[1:])
-    record = {"benchmark": "vog_traces", "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "commit": source_commit(), "command": command, "runs": rows}
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "vog_traces.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+def markdown(record: dict[str, Any]) -> list[str]:
+    """The markdown table of a record."""
     lines = [f"# VoG's traces counted ({record['when']}, commit {record['commit']})", "",
-             f"Command: `{command}`. Counts over the questions of each run; not a re-run.", "",
+             f"Command: `{record['command']}`. Counts over the questions of each run; not a re-run.", "",
              "| run | dataset | run commit | n | plans unreadable | plan steps/q | verifications | asking to revise "
              "| of which the LLM | checker contradictions | steps at revision limit | questions at call/step limit "
              "| answered | errors |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
-    for r in rows:
+    for r in record["runs"]:
         limits = "; ".join(f"{k}: {v}" for k, v in sorted(r["question_limits"].items())) or "0"
         lines.append(f"| {Path(r['run']).name} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} | {r['n']} | "
                      f"{r['plans_unreadable']} | {r['plan_steps_per_q']} | {r['verifications']} | "
                      f"{r['asked_to_revise']} | {r['llm_asked']} | {r['checker_contradicted']} | "
                      f"{r['revision_limits']} | {limits} | {r['answered']} | {r['errors']} |")
-    (out / "vog_traces.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_reader_main(argv, name="vog_traces", description=__doc__.split("\n\n")[0],
+                           runs_help="VoG run directories (kgqa eval --method vog --out)", read_run=read_run,
+                           markdown=markdown)
 
 
 if __name__ == "__main__":

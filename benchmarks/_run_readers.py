@@ -1,0 +1,46 @@
+"""The command line shared by the scripts that read finished run directories (vog_traces, first_reasoning): check
+the directories, read each, write the record as JSON plus a markdown table into ``--out-dir``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kgqa.errors import KGQAError
+from kgqa.eval.rundir import CONFIG_FILE, TRACES_FILE
+from kgqa.provenance import source_commit
+
+
+def run_reader_main(argv: list[str] | None, *, name: str, description: str, runs_help: str,
+                    read_run: Callable[[Path], dict[str, Any]],
+                    markdown: Callable[[dict[str, Any]], list[str]]) -> int:
+    """Parse ``RUNDIR... [--out-dir]``, read every run with ``read_run`` and write ``NAME.json`` and ``NAME.md``
+    (``markdown`` turns the record into its lines). A directory that is not a run, or that ``read_run`` rejects,
+    is a usage error, not a traceback."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("runs", nargs="+", type=Path, help=runs_help)
+    parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
+    args = parser.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / TRACES_FILE).is_file() or not (r / CONFIG_FILE).is_file()]
+    if missing:
+        parser.error(f"not a run directory (no config.json or traces.jsonl): {', '.join(missing)}")
+    try:
+        rows = [read_run(run) for run in args.runs]
+    except (ValueError, KGQAError) as exc:  # a run of another method; a damaged results or traces line
+        parser.error(str(exc))
+    command = f"python benchmarks/{name}.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    record = {"benchmark": name, "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "commit": source_commit(), "command": command, "runs": rows}
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    lines = markdown(record)
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
