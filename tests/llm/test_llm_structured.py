@@ -9,7 +9,14 @@ from pydantic import BaseModel, Field
 
 from kgqa.llm import RecordedModel, Recorder
 from kgqa.llm.scripted import ScriptedModel
-from kgqa.llm.structured import StructuredOutputError, ask_json, close_truncated, extract_json
+from kgqa.llm.structured import (
+    StructuredOutputError,
+    ask_json,
+    close_truncated,
+    drop_placeholders,
+    extract_json,
+    is_placeholder,
+)
 
 
 class Relations(BaseModel):
@@ -125,3 +132,19 @@ def test_salvage_still_re_asks_when_the_completed_part_does_not_validate() -> No
     scripted = ScriptedModel([{"replies": ['{"scores": [1, 0.5], "relat', '{"relations": ["r1"]}']}])
     result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True)
     assert result.relations == ["r1"] and len(scripted.history) == 2
+
+
+@pytest.mark.parametrize("text", ["<answer>", "<your answer>", "<answer_1>", "<answer 2>", "<entity-12>", " ... ", "\u2026"])
+def test_format_placeholders_are_recognised(text: str) -> None:
+    assert is_placeholder(text)
+
+
+@pytest.mark.parametrize("text", ["<Q42>", "<http://example.org/Q90>", "Paris", "Ocean's 11", "<1>", "Answer 1"])
+def test_names_are_not_placeholders(text: str) -> None:
+    # a bracketed identifier, a name with a number in it, a bare number: all things a KG or a model may name
+    assert not is_placeholder(text)
+
+
+def test_numbered_placeholders_are_dropped_from_answer_lists() -> None:
+    # At fcfad03 VoG's answer step echoed the format's list as "<answer_1>", "<answer_2>", ... on 6 of 200 questions.
+    assert drop_placeholders(["<answer_1>", "Joel Zwick", "<answer_2>", "<Q42>"]) == ["Joel Zwick", "<Q42>"]

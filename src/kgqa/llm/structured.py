@@ -38,8 +38,9 @@ class Reply(BaseModel):
 
 
 # A list item copied from the reply format rather than written: the prompts show lists as ["<answer>", ...]. Only
-# a bracketed word or words (not an IRI such as <http://...>) or an ellipsis.
-_PLACEHOLDER_RE = re.compile(r"\s*(?:<[A-Za-z][A-Za-z _-]*>|\.{2,}|\u2026)\s*")
+# a bracketed word or words (not an IRI such as <http://...>), optionally numbered after a separator ("<answer_1>",
+# "<answer 2>"; a bracketed identifier such as "<Q42>" stays a name), or an ellipsis.
+_PLACEHOLDER_RE = re.compile(r"\s*(?:<[A-Za-z][A-Za-z _-]*(?:[ _-]\d+)?>|\.{2,}|\u2026)\s*")
 
 
 def is_placeholder(text: str) -> bool:
@@ -52,6 +53,8 @@ def drop_placeholders(items: list[str]) -> list[str]:
 
     Small models copy the format's example: at bccb7fb the 135M model's answer lists began with "<answer>" on most
     ToG, PoG and SRP questions, so strict Hits@1 scored the placeholder and the real answer behind it was lost.
+    At fcfad03 VoG's answer step returned only numbered placeholders ("<answer_1>", "<answer_2>", ...) on 6 of 200
+    MetaQA 2-hop dev questions; those are dropped as well.
     """
     return [item for item in items if not is_placeholder(item)]
 
