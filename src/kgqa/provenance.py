@@ -4,14 +4,33 @@ card, so a figure can be traced to the code that produced it."""
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 from pathlib import Path
+
+#: ``git archive`` writes the commit into this file (``export-subst`` in .gitattributes); in a checkout it holds the
+#: unexpanded ``$Format:%h$``.
+ARCHIVE_COMMIT_FILE = Path(__file__).resolve().parent / "ARCHIVE_COMMIT.txt"
+
+
+def archive_commit(path: Path = ARCHIVE_COMMIT_FILE) -> str | None:
+    """The short commit ``git archive`` wrote into ``path``; None in a checkout (unexpanded) or when it is absent."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{7,40}", text) else None
 
 
 @functools.cache
 def source_commit() -> str | None:
     """The short git commit of the kgqa source this process runs, with ``+dirty`` when ``src/`` has uncommitted
-    changes; None outside a git checkout (an installed wheel) or without git."""
+    changes, or with ``+export`` when it runs from a ``git archive`` export (which may have been edited since);
+    None outside both (an installed wheel) or without git."""
+    exported = archive_commit()
+    if exported is not None:
+        # checked first: an export unpacked inside some other checkout would otherwise report that checkout's HEAD
+        return exported + "+export"
     here = Path(__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,

@@ -276,7 +276,7 @@ def test_io_on_200_metaqa_questions_offline_with_report_and_compare(tmp_path: Pa
         <= config.items()
     assert config["llm"] == f"scripted:{rules}" and config["kgqa_version"] and config["started_at"]
     # The source commit, when kgqa runs from a git checkout (CI and development do): a short hash, maybe +dirty.
-    assert config["kgqa_commit"] is None or re.fullmatch(r"[0-9a-f]{7,}(\+dirty)?", config["kgqa_commit"])
+    assert config["kgqa_commit"] is None or re.fullmatch(r"[0-9a-f]{7,}(\+dirty|\+export)?", config["kgqa_commit"])
 
     report = (io_run / "report.md").read_text()
     assert "# io on metaqa-2hop / dev" in report and "## By qtype" in report and "Faithful-F1" in report
