@@ -1,5 +1,6 @@
-"""The command line shared by the scripts that read finished run directories (vog_traces, first_reasoning): check
-the directories, read each, write the record as JSON plus a markdown table into ``--out-dir``."""
+"""The command line shared by the scripts that read finished run directories (vog_traces, first_reasoning,
+placeholder_rescore): check the directories, read each, write the record as JSON plus a markdown table into
+``--out-dir``."""
 
 from __future__ import annotations
 
@@ -19,17 +20,18 @@ from kgqa.provenance import source_commit
 
 def run_reader_main(argv: list[str] | None, *, name: str, description: str, runs_help: str,
                     read_run: Callable[[Path], dict[str, Any]],
-                    markdown: Callable[[dict[str, Any]], list[str]]) -> int:
+                    markdown: Callable[[dict[str, Any]], list[str]],
+                    needs: tuple[str, ...] = (CONFIG_FILE, TRACES_FILE)) -> int:
     """Parse ``RUNDIR... [--out-dir]``, read every run with ``read_run`` and write ``NAME.json`` and ``NAME.md``
-    (``markdown`` turns the record into its lines). A directory that is not a run, or that ``read_run`` rejects,
-    is a usage error, not a traceback."""
+    (``markdown`` turns the record into its lines). A directory without the files in ``needs``, or that
+    ``read_run`` rejects, is a usage error, not a traceback."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("runs", nargs="+", type=Path, help=runs_help)
     parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
-    missing = [str(r) for r in args.runs if not (r / TRACES_FILE).is_file() or not (r / CONFIG_FILE).is_file()]
+    missing = [str(r) for r in args.runs if not all((r / file).is_file() for file in needs)]
     if missing:
-        parser.error(f"not a run directory (no config.json or traces.jsonl): {', '.join(missing)}")
+        parser.error(f"not a run directory (no {' or '.join(needs)}): {', '.join(missing)}")
     try:
         rows = [read_run(run) for run in args.runs]
     except (ValueError, KGQAError) as exc:  # a run of another method; a damaged results or traces line

@@ -13,18 +13,15 @@ Writes ``benchmarks/results/placeholder_rescore.{json,md}`` (``--out-dir``).
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
+from _run_readers import run_reader_main
 from kgqa.core import AnswerItem, GoldAnswer
 from kgqa.eval.metrics import match_answers
+from kgqa.eval.rundir import CONFIG_FILE, RESULTS_FILE
 from kgqa.llm.structured import drop_placeholders
-from kgqa.provenance import source_commit
 
 
 def rescore(run: Path) -> dict[str, Any]:
@@ -49,32 +46,23 @@ def rescore(run: Path) -> dict[str, Any]:
             **{k: round(100 * v / n, 1) for k, v in totals.items()}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run directories (kgqa eval --out)")
-    parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
-    args = parser.parse_args(argv)
-    missing = [str(r) for r in args.runs if not (r / "results.jsonl").is_file()]
-    if missing:
-        parser.error(f"not a run directory (no results.jsonl): {', '.join(missing)}")
-    rows = [rescore(run) for run in args.runs]
-    command = "python benchmarks/placeholder_rescore.py " + shlex.join(argv if argv is not None else sys.argv[1:])
-    record = {"benchmark": "placeholder_rescore", "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "commit": source_commit(), "command": command, "runs": rows}
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "placeholder_rescore.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+def markdown(record: dict[str, Any]) -> list[str]:
+    """The markdown table of a record."""
     lines = [f"# Recorded answers rescored without echoed placeholders ({record['when']}, commit {record['commit']})",
-             "", f"Command: `{command}`. Not a re-run: the same answers, the placeholders dropped.", "",
+             "", f"Command: `{record['command']}`. Not a re-run: the same answers, the placeholders dropped.", "",
              "| run | method | dataset | run commit | n | questions with a placeholder | Hits@1 recorded | Hits@1 "
              "rescored | F1 recorded | F1 rescored |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
+    for r in record["runs"]:
         lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} | {str(r['commit'])[:7]} | {r['n']} | "
                      f"{r['questions_with_placeholder']} | {r['hit1_recorded']} | {r['hit1_rescored']} | "
                      f"{r['f1_recorded']} | {r['f1_rescored']} |")
-    (out / "placeholder_rescore.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
-    return 0
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_reader_main(argv, name="placeholder_rescore", description=__doc__.split("\n\n")[0],
+                           runs_help="run directories (kgqa eval --out)", read_run=rescore, markdown=markdown,
+                           needs=(CONFIG_FILE, RESULTS_FILE))
 
 
 if __name__ == "__main__":
