@@ -20,11 +20,11 @@ from kgqa.provenance import source_commit
 
 def run_reader_main(argv: list[str] | None, *, name: str, description: str, runs_help: str,
                     read_run: Callable[[Path], dict[str, Any]],
-                    markdown: Callable[[dict[str, Any]], list[str]],
+                    table: Callable[[list[dict[str, Any]]], list[str]], title: str, about: str,
                     needs: tuple[str, ...] = (CONFIG_FILE, TRACES_FILE)) -> int:
-    """Parse ``RUNDIR... [--out-dir]``, read every run with ``read_run`` and write ``NAME.json`` and ``NAME.md``
-    (``markdown`` turns the record into its lines). A directory without the files in ``needs``, or that
-    ``read_run`` rejects, is a usage error, not a traceback."""
+    """Parse ``RUNDIR... [--out-dir]``, read every run with ``read_run`` and write ``NAME.json`` and ``NAME.md``:
+    ``title`` with the time and commit, the command and ``about``, then the lines ``table`` makes of the rows. A
+    directory without the files in ``needs``, or that ``read_run`` rejects, is a usage error, not a traceback."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("runs", nargs="+", type=Path, help=runs_help)
     parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
@@ -42,7 +42,8 @@ def run_reader_main(argv: list[str] | None, *, name: str, description: str, runs
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    lines = markdown(record)
+    lines = [f"# {title} ({record['when']}, commit {record['commit']})", "", f"Command: `{command}`. {about}", "",
+             *table(rows)]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

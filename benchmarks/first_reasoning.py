@@ -52,13 +52,11 @@ def read_run(run: Path) -> dict[str, Any]:
             "calls_per_q": round(sum(calls.values()) / len(calls), 2) if calls else None, "groups": groups}
 
 
-def markdown(record: dict[str, Any]) -> list[str]:
-    """The markdown table of a record."""
-    lines = [f"# ToG's and PoG's calls by their first reasoning reply ({record['when']}, commit {record['commit']})", "",
-             f"Command: `{record['command']}`. Questions (mean LLM calls per question) in each group; not a re-run.", "",
-             "| run | method | dataset | run commit | n | calls/q | " + " | ".join(GROUPS) + " |",
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """The markdown table of the rows."""
+    lines = ["| run | method | dataset | run commit | n | calls/q | " + " | ".join(GROUPS) + " |",
              "|---|---|---|---|---:|---:|" + "---:|" * len(GROUPS)]
-    for r in record["runs"]:
+    for r in rows:
         cells = [f"{g['questions']} ({g['calls_per_q']:.2f})" if g["questions"] else "0"
                  for g in r["groups"].values()]
         lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} "
@@ -68,8 +66,9 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     return run_reader_main(argv, name="first_reasoning", description=__doc__.split("\n\n")[0],
-                           runs_help="ToG or PoG run directories (kgqa eval --out)", read_run=read_run,
-                           markdown=markdown)
+                           runs_help="ToG or PoG run directories (kgqa eval --out)", read_run=read_run, table=table,
+                           title="ToG's and PoG's calls by their first reasoning reply",
+                           about="Questions (mean LLM calls per question) in each group; not a re-run.")
 
 
 if __name__ == "__main__":

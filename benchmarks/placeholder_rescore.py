@@ -46,13 +46,11 @@ def rescore(run: Path) -> dict[str, Any]:
             **{k: round(100 * v / n, 1) for k, v in totals.items()}}
 
 
-def markdown(record: dict[str, Any]) -> list[str]:
-    """The markdown table of a record."""
-    lines = [f"# Recorded answers rescored without echoed placeholders ({record['when']}, commit {record['commit']})",
-             "", f"Command: `{record['command']}`. Not a re-run: the same answers, the placeholders dropped.", "",
-             "| run | method | dataset | run commit | n | questions with a placeholder | Hits@1 recorded | Hits@1 "
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """The markdown table of the rows."""
+    lines = ["| run | method | dataset | run commit | n | questions with a placeholder | Hits@1 recorded | Hits@1 "
              "rescored | F1 recorded | F1 rescored |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in record["runs"]:
+    for r in rows:
         lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} | {str(r['commit'])[:7]} | {r['n']} | "
                      f"{r['questions_with_placeholder']} | {r['hit1_recorded']} | {r['hit1_rescored']} | "
                      f"{r['f1_recorded']} | {r['f1_rescored']} |")
@@ -61,7 +59,9 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     return run_reader_main(argv, name="placeholder_rescore", description=__doc__.split("\n\n")[0],
-                           runs_help="run directories (kgqa eval --out)", read_run=rescore, markdown=markdown,
+                           runs_help="run directories (kgqa eval --out)", read_run=rescore, table=table,
+                           title="Recorded answers rescored without echoed placeholders",
+                           about="Not a re-run: the same answers, the placeholders dropped.",
                            needs=(CONFIG_FILE, RESULTS_FILE))
 
 

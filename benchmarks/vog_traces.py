@@ -59,14 +59,12 @@ def read_run(run: Path) -> dict[str, Any]:
             "answered": answered, "errors": sum(1 for r in rows if r.get("error"))}
 
 
-def markdown(record: dict[str, Any]) -> list[str]:
-    """The markdown table of a record."""
-    lines = [f"# VoG's traces counted ({record['when']}, commit {record['commit']})", "",
-             f"Command: `{record['command']}`. Counts over the questions of each run; not a re-run.", "",
-             "| run | dataset | run commit | n | plans unreadable | plan steps/q | verifications | asking to revise "
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """The markdown table of the rows."""
+    lines = ["| run | dataset | run commit | n | plans unreadable | plan steps/q | verifications | asking to revise "
              "| of which the LLM | checker contradictions | steps at revision limit | questions at call/step limit "
              "| answered | errors |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
-    for r in record["runs"]:
+    for r in rows:
         limits = "; ".join(f"{k}: {v}" for k, v in sorted(r["question_limits"].items())) or "0"
         lines.append(f"| {Path(r['run']).name} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} | {r['n']} | "
                      f"{r['plans_unreadable']} | {r['plan_steps_per_q']} | {r['verifications']} | "
@@ -78,7 +76,8 @@ def markdown(record: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     return run_reader_main(argv, name="vog_traces", description=__doc__.split("\n\n")[0],
                            runs_help="VoG run directories (kgqa eval --method vog --out)", read_run=read_run,
-                           markdown=markdown)
+                           table=table, title="VoG's traces counted",
+                           about="Counts over the questions of each run; not a re-run.")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ import re
 import subprocess
 from pathlib import Path
 
+_PACKAGE_DIR = Path(__file__).resolve().parent
 #: ``git archive`` writes the commit into this file (``export-subst`` in .gitattributes); in a checkout it holds the
 #: unexpanded ``$Format:%h$``.
-ARCHIVE_COMMIT_FILE = Path(__file__).resolve().parent / "ARCHIVE_COMMIT.txt"
+ARCHIVE_COMMIT_FILE = _PACKAGE_DIR / "ARCHIVE_COMMIT.txt"
 
 
 def archive_commit(path: Path = ARCHIVE_COMMIT_FILE) -> str | None:
@@ -31,7 +32,7 @@ def source_commit() -> str | None:
     if exported is not None:
         # checked first: an export unpacked inside some other checkout would otherwise report that checkout's HEAD
         return exported + "+export"
-    here = Path(__file__).resolve().parent
+    here = _PACKAGE_DIR
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
                               cwd=here)
