@@ -42,6 +42,15 @@ def test_word_dropout_out_of_range_is_a_one_line_error(tmp_path: Path, capsys: p
     assert code == 2 and "--word-dropout must be in [0, 1)" in err and "Traceback" not in err
 
 
+def test_validation_fold_out_of_range_is_a_one_line_error(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--validation-share", "0.2",
+                 "--validation-fold", "5", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--validation-fold must be in [0, 5)" in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()
+
+
 def test_train_fog_with_composed_wordings_records_the_table(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     # A table for two of the demo KG's relations; the demo questions on other chains keep their own wording.

@@ -523,3 +523,39 @@ def test_a_bad_composed_wordings_table_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("frames = [", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         ChainWordings.load(str(bad))
+
+
+def test_validation_folds_are_fixed_and_disjoint_across_seeds() -> None:
+    import random
+
+    from kgqa.steps.foresight.training import TrainSettings, question_template, split_validation
+
+    chain = parse_chain("directed_by")
+    verbs = [f"verb{k}" for k in range(40)]
+    questions = [TrainingQuestion(f"who {verb} {name}", (name,), chain, frozenset({"x"}), mentions=(name,))
+                 for verb in verbs for name in ("Alien", "Heat", "Ran")]
+
+    def held(fold: int, seed: int) -> set[str]:
+        settings = TrainSettings(validation_share=0.25, validation_by="template", validation_fold=fold, seed=seed)
+        val, train = split_validation(questions, settings, random.Random(seed))
+        assert val and train and not val & set(train) and len(val) + len(train) == len(questions)
+        templates = {question_template(questions[i]) for i in val}
+        assert not templates & {question_template(questions[i]) for i in train}
+        return templates
+
+    folds = [held(k, seed=k) for k in range(4)]  # 1 / 0.25 = 4 folds; each member its own seed
+    assert all(held(k, seed=99) == folds[k] for k in range(4))  # the fold, not the seed, decides
+    assert all(not folds[a] & folds[b] for a in range(4) for b in range(a + 1, 4))
+    assert set().union(*folds) == {question_template(q) for q in questions}  # every template in exactly one fold
+
+
+def test_validation_fold_out_of_range_is_a_clear_error() -> None:
+    import random
+
+    from kgqa.errors import ConfigError
+    from kgqa.steps.foresight.training import TrainSettings, split_validation
+
+    questions = [TrainingQuestion(f"who made {n}", (n,), parse_chain("directed_by"), frozenset({"x"}), mentions=(n,))
+                 for n in ("Alien", "Heat")]
+    with pytest.raises(ConfigError, match=r"fold must be in \[0, 10\)"):
+        split_validation(questions, TrainSettings(validation_share=0.1, validation_fold=10), random.Random(0))

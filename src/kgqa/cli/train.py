@@ -53,6 +53,10 @@ def train_group() -> None:
 @click.option("--validation-by", type=click.Choice(["question", "template"]), default="question", show_default=True,
               help="Hold out a share of the questions, or of the question templates (topic abstracted): the latter "
                    "validates on wordings the scorer never saw.")
+@click.option("--validation-fold", type=int, default=None, metavar="K",
+              help="Hold out fold K (from 0) of round(1 / --validation-share) fixed folds of the templates (or "
+                   "questions) instead of a share drawn by --seed: ensemble members given different folds never hold "
+                   "out the same template (docs/fog.md).")
 @click.option("--word-dropout", type=float, default=0.0, show_default=True,
               help="Share of each question's words deleted or masked in an augmented copy the scorer also trains on "
                    "(0: none; docs/fog.md).")
@@ -64,8 +68,9 @@ def train_group() -> None:
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
               epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int, stop_negatives: int,
-              hidden: int, limit: int | None, validation_share: float, validation_by: str, word_dropout: float,
-              composed_wordings: str | None, seed: int, data_dir: str | None) -> None:
+              hidden: int, limit: int | None, validation_share: float, validation_by: str,
+              validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
+              data_dir: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -91,6 +96,15 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         raise ConfigError(f"--lr must be between 0 and 1, got {lr}")
     if not 0 <= validation_share < 0.5:
         raise ConfigError(f"--validation-share must be in [0, 0.5), got {validation_share}")
+    if validation_fold is not None:
+        from kgqa.steps.foresight.training import validation_folds
+
+        if validation_share <= 0:
+            raise ConfigError("--validation-fold needs a --validation-share above 0 (it sets the number of folds)")
+        folds = validation_folds(validation_share)
+        if not 0 <= validation_fold < folds:
+            raise ConfigError(f"--validation-fold must be in [0, {folds}) with --validation-share {validation_share} "
+                              f"({folds} folds), got {validation_fold}")
     if not 0 <= word_dropout < 1:
         raise ConfigError(f"--word-dropout must be in [0, 1), got {word_dropout}")
     if composed_wordings:
@@ -121,6 +135,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         settings = TrainSettings(lr=lr, epochs=epochs, batch_size=batch_size, kappa=kappa, seed=seed,
                                  stop_negatives=stop_negatives,
                                  validation_share=validation_share, validation_by=validation_by,
+                                 validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions)
@@ -314,6 +329,10 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
                      f"{r['val_accuracy']:.4f} | {r['seconds']:.0f} |" for r in history)
     s = training["settings"]
     held_note = ": every question of a held-out template" if s.get("validation_by") == "template" else ""
+    if s.get("validation_fold") is not None:
+        from kgqa.steps.foresight.training import validation_folds
+
+        held_note += f"; fixed fold {s['validation_fold']} of {validation_folds(s['validation_share'])}"
     return f"""# FoG foresight scorer
 
 - Command: `{training['command']}`

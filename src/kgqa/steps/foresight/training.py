@@ -19,7 +19,9 @@ Two phases, both seeded:
 A part of the questions (``validation_share``) is held out of both phases: the validation loss picks the best epoch
 (early stopping with ``patience``). ``validation_by="template"`` holds out whole question templates (the text with its
 topic mentions abstracted) instead of single questions, so validation measures what a new wording costs rather than
-how well the training wordings are remembered.
+how well the training wordings are remembered. ``validation_fold`` k holds out fold k of fixed folds of the
+templates (a hash of each, not of the seed) instead of a seeded share: the members of an ensemble trained on folds
+0, 1, ... never hold out the same template, so every template trains at least one of them.
 
 **Word dropout** (``word_dropout`` p, kgqa's addition): every training question also gets one corrupted copy, each of
 its words outside the topic mentions deleted with probability p/2 or replaced by ``[MASK]`` with probability p/2 (the
@@ -38,6 +40,7 @@ propagation phase reads the questions as written.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import random
 import re
@@ -92,6 +95,9 @@ class TrainSettings:
     word_dropout: float = 0.0
     #: "question" (a random share of questions) or "template" (a random share of question templates)
     validation_by: str = "question"
+    #: hold out fold k of round(1 / validation_share) fixed folds (a hash of the template or question, not of the
+    #: seed), so ensemble members given different folds never hold out the same template (None: a seeded share)
+    validation_fold: int | None = None
     #: a phrase table (kgqa.steps.foresight.wordings: "metaqa" or a TOML path) composing one more copy of every
     #: question from its relation chain (None: no copy; see the module docstring)
     composed_wordings: str | None = None
@@ -382,21 +388,45 @@ def question_template(question: TrainingQuestion) -> str:
     return " ".join(text.lower().split())
 
 
+def validation_folds(share: float) -> int:
+    """How many fixed validation folds a validation share makes (0.1 -> 10)."""
+    return max(2, round(1 / share))
+
+
+def fold_of(key: str, folds: int) -> int:
+    """The fixed fold of a template or question id: a hash of its text, the same in every process and for every
+    seed (Python's ``hash`` of a str is salted per process)."""
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % folds
+
+
 def split_validation(questions: Sequence[TrainingQuestion], settings: TrainSettings,
                      rng: random.Random) -> tuple[set[int], list[int]]:
     """(validation ids, training ids): a seeded ``validation_share`` of the questions, or of their templates when
-    ``validation_by`` is "template" (every question of a held-out template is held out)."""
+    ``validation_by`` is "template" (every question of a held-out template is held out). With ``validation_fold`` k,
+    the questions (or templates) of fold k of :func:`validation_folds` fixed folds, whatever the seed."""
+    from kgqa.errors import ConfigError
+
     order = list(range(len(questions)))
     rng.shuffle(order)
+    if settings.validation_by not in ("question", "template"):
+        raise ConfigError(f"validation_by must be 'question' or 'template', got {settings.validation_by!r}")
     if settings.validation_share <= 0 or len(order) < 2:
         return set(), order
+    if settings.validation_fold is not None:
+        folds = validation_folds(settings.validation_share)
+        if not 0 <= settings.validation_fold < folds:
+            raise ConfigError(f"validation fold must be in [0, {folds}) for validation share "
+                              f"{settings.validation_share}, got {settings.validation_fold}")
+        key = question_template if settings.validation_by == "template" else (lambda q: q.source or q.text)
+        val = {i for i in order if fold_of(key(questions[i]), folds) == settings.validation_fold}
+        if not val or len(val) == len(order):
+            raise ConfigError(f"validation fold {settings.validation_fold} of {folds} holds "
+                              f"{'no' if not val else 'every'} question of the {len(order)}: too few "
+                              f"{settings.validation_by}s for folds")
+        return val, [i for i in order if i not in val]
     target = max(1, round(settings.validation_share * len(order)))
     if settings.validation_by == "question":
         return set(order[:target]), order[target:]
-    if settings.validation_by != "template":
-        from kgqa.errors import ConfigError
-
-        raise ConfigError(f"validation_by must be 'question' or 'template', got {settings.validation_by!r}")
     groups: dict[str, list[int]] = {}
     for i in order:
         groups.setdefault(question_template(questions[i]), []).append(i)
