@@ -17,9 +17,10 @@ Measurements (each a section of benchmarks/results/fog_bench.json and a table of
    the label lookup, the label lookup alone and the network alone (median of ``--repeats`` after a warm-up), plus the
    network at 1 thread for comparison.
 3. ``metaqa``: graph mode per question for ``--questions`` dev questions per hop (seeded sample): (a) question
-   encoding, (b) ``expand`` (L=3, tau_e=0.1, default Caps), (c) ``scorer.propagate`` (propagation + re-scoring), (d)
-   ``rank_answers`` (tau_p=0.7); median and p90 per hop, triples scored and kept, and the total against the 0.2 s
-   target. Hits@1 / F1 are printed as a sanity check, not as an evaluation.
+   encoding, (b) expansion, (c) ``scorer.propagate`` (propagation + re-scoring), (d) answer ranking, all as FoG's graph
+   mode reads (``READING``: L=3, its tau_e and tau_p, default Caps; ``--hops``, ``--tau-e``, ``--tau-p`` change them);
+   median and p90 per hop, triples scored and kept, and the total against the 0.2 s target. Hits@1 / F1 are printed
+   as a sanity check, not as an evaluation. ``--scorer`` may be an ensemble directory (``kgqa train ensemble``).
 4. ``kg1m``: a generated KG (benchmarks/kg_gen.py, ``--kg1m-triples``; generic schema, a name for every entity and CVT,
    hubs with 10k+ edges) built into a temporary embedded store; the same scorer, a fixed question text, ``--kg1m-seeds``
    seeds (half uniform over entities with an edge, half degree-weighted, interleaved). Labels are embedded on the fly
@@ -170,7 +171,7 @@ class Env:
         import torch
 
         from kgqa.kg import open_kg
-        from kgqa.steps.foresight.scorer import ForesightScorer
+        from kgqa.steps.foresight.scorer import load_scorer
         from kgqa.text import load_embedder
 
         self.args = args
@@ -179,8 +180,10 @@ class Env:
             self.kg = open_kg(str(args.kg))
         self.kg_open_s = c.wall
         with Clock() as c:
-            self.scorer = ForesightScorer.load(args.scorer)
+            self.scorer = load_scorer(args.scorer)  # a scorer or an ensemble directory
         self.scorer_load_s = c.wall
+        #: the networks behind the scorer (an ensemble's members; a single scorer is its own)
+        self.members = list(getattr(self.scorer, "members", [self.scorer]))
         with Clock() as c:
             self.embedder = load_embedder(self.scorer.encoder)
         self.embedder_load_s = c.wall
@@ -334,18 +337,20 @@ def _random_triples(kg: Any, n: int, seed: int) -> list[tuple[str, str, str]]:
 
 def _network_only(scorer: Any, heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, layers: np.ndarray,
                   backward: np.ndarray, questions: Any) -> None:
-    """The network part of ``score_triples`` (same chunking), on label vectors already looked up."""
+    """The network part of ``score_triples`` (same chunking), on label vectors already looked up; every member's
+    network for an ensemble."""
     import torch
 
     from kgqa.steps.foresight.scorer import _CHUNK
 
     with torch.inference_mode():
-        for lo in range(0, len(heads), _CHUNK):
-            hi = lo + _CHUNK
-            z = scorer.net.encode(torch.from_numpy(heads[lo:hi]), torch.from_numpy(rels[lo:hi]),
-                                  torch.from_numpy(tails[lo:hi]), torch.from_numpy(layers[lo:hi]),
-                                  torch.from_numpy(backward[lo:hi].astype(np.int64)), *questions)
-            torch.sigmoid(scorer.net.score(z))
+        for member in getattr(scorer, "members", [scorer]):
+            for lo in range(0, len(heads), _CHUNK):
+                hi = lo + _CHUNK
+                z = member.net.encode(torch.from_numpy(heads[lo:hi]), torch.from_numpy(rels[lo:hi]),
+                                      torch.from_numpy(tails[lo:hi]), torch.from_numpy(layers[lo:hi]),
+                                      torch.from_numpy(backward[lo:hi].astype(np.int64)), *questions)
+                torch.sigmoid(member.net.score(z))
 
 
 def policy_probe(argv: list[str]) -> int:
@@ -355,11 +360,11 @@ def policy_probe(argv: list[str]) -> int:
     import torch
 
     from kgqa.kg import open_kg
-    from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
+    from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
     from kgqa.text import load_embedder
 
     kg = open_kg(kg_dir)
-    scorer = ForesightScorer.load(scorer_dir)
+    scorer = load_scorer(scorer_dir)
     embedder = load_embedder(scorer.encoder)
     torch.set_num_threads(threads)
     rng = random.Random(0)
@@ -478,9 +483,21 @@ def _metaqa_items(args: argparse.Namespace, hops: int, n: int, seed: int) -> lis
     return rng.sample(items, min(n, len(items)))
 
 
+def reading(args: argparse.Namespace, caps: Any) -> Any:
+    """FoG's default graph-mode reading (``kgqa.steps.foresight.graph.READING``), with ``--hops``, ``--tau-e`` and
+    ``--tau-p`` when given, and ``caps``."""
+    from dataclasses import replace
+
+    from kgqa.steps.foresight.graph import READING
+
+    changed = {k: v for k, v in (("hops", args.hops), ("tau_e", args.tau_e), ("tau_p", args.tau_p)) if v is not None}
+    return replace(READING, caps=caps, **changed)
+
+
 def answer_one(env: Env, kg: Any, labels: Any, seeds: list[str], text: str, caps: Any) -> dict[str, Any]:
-    """One graph-mode question, each step timed: encode, expand, propagate, rank."""
-    from kgqa.steps.foresight.graph import expand, rank_answers
+    """One graph-mode question read as FoG's graph mode reads it (:func:`reading`), each step timed: encode, expand,
+    propagate, rank."""
+    from kgqa.steps.answers import presentable
 
     scorer, args = env.scorer, env.args
     row: dict[str, Any] = {}
@@ -493,18 +510,19 @@ def answer_one(env: Env, kg: Any, labels: Any, seeds: list[str], text: str, caps
 
     def counted(triples: list[tuple[str, str, str]], layers: np.ndarray, backward: np.ndarray) -> tuple[Any, Any]:
         scores, payload = score_batch(triples, layers, backward)
-        per_layer.append((len(triples), int((scores > args.tau_e).sum())))
+        per_layer.append((len(triples), int((scores > read.tau_e).sum())))
         return scores, payload
 
+    read = reading(args, caps)
     with Clock() as c:
-        graph = expand(kg, seeds, counted, hops=args.hops, tau_e=args.tau_e, caps=caps)
+        graph = read.expand(kg, seeds, counted)
     row["expand_s"] = c.wall
     row["per_layer"] = per_layer
     with Clock() as c:
         scorer.propagate(graph)
     row["propagate_s"] = c.wall
     with Clock() as c:
-        ranked, potential = rank_answers(graph, args.tau_p)
+        ranked, potential = read.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))
     row["rank_s"] = c.wall
     row["total_s"] = row["encode_s"] + row["expand_s"] + row["propagate_s"] + row["rank_s"]
     row["cpu_s"] = time.process_time() - cpu0
@@ -535,7 +553,11 @@ def bench_metaqa(env: Env) -> dict[str, Any]:
     labels = env.labels()
     caps = Caps()
     out: dict[str, Any] = {"loadavg_before": loadavg(), "caps": vars(caps) if hasattr(caps, "__dict__") else str(caps),
-                           "hops_budget": args.hops, "tau_e": args.tau_e, "tau_p": args.tau_p, "per_hop": {}}
+                           "per_hop": {}}
+    read = reading(args, caps)
+    out.update({"hops_budget": read.hops, "tau_e": read.tau_e, "tau_p": read.tau_p,
+                "reading": {"within": read.within, "combine": read.combine, "simple": read.simple,
+                            "seed_floor": read.seed_floor, "ratio": read.ratio, "by_support": read.by_support}})
     with contextlib.suppress(Exception):
         from dataclasses import asdict
 
@@ -729,6 +751,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     m = result["machine"]
     label_source = result.get("label_source") or (
         "built cold by the train section" if (result["sections"].get("train") or {}).get("label_build") else "-")
+    members = result.get("scorer_members", 1)
+    members_note = f"an ensemble of {members} members, each " if members > 1 else ""
     lines = [
         "# FoG benchmark (benchmarks/fog_bench.py)", "",
         f"Run {m['date']} on {m['nproc']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB RAM, Python {m['python']}, "
@@ -740,7 +764,9 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}. The machine is shared: compare CPU times when the "
         "load was high.",
         f"Command: `{result['command']}`",
-        f"Scorer: `{result['scorer']}` (encoder {result.get('encoder')}, net {result.get('net')}); "
+        f"Scorer: `{result['scorer']}` ("
+        f"{members_note}"
+        f"encoder {result.get('encoder')}, net {result.get('net')}); "
         f"MetaQA KG `{result['kg']}`; MetaQA label vectors: {label_source}.",
         f"Wall time of the run: {result.get('seconds', 0):.0f} s.", "",
     ]
@@ -816,6 +842,7 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         t = sec["metaqa"]
         lines += [f"## 3. Graph mode per question, MetaQA (L={t['hops_budget']}, tau_e={t['tau_e']}, "
                   f"tau_p={t['tau_p']}, caps {t['caps']})", "", *measured(t),
+                  *([f"Reading: {t['reading']} (FoG's graph mode).", ""] if t.get("reading") else []),
                   f"Target: total < {TARGET_S} s per question. Times in ms, median / p90.", "",
                   "| hops | questions | (a) encode | (b) expand | (c) propagate + re-score | (d) rank | total | "
                   "CPU | total < 0.2 s | scored | kept | Hits@1 | F1 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -931,9 +958,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compare-threads", dest="compare_threads", action="store_false",
                         help="skip the 1-thread network comparison")
     parser.add_argument("--questions", type=int, default=100, help="MetaQA dev questions per hop (section metaqa)")
-    parser.add_argument("--hops", type=int, default=3, help="expansion hop budget L")
-    parser.add_argument("--tau-e", type=float, default=0.1)
-    parser.add_argument("--tau-p", type=float, default=0.7)
+    parser.add_argument("--hops", type=int, default=None, help="expansion hop budget L (default FoG's, 3)")
+    parser.add_argument("--tau-e", type=float, default=None, help="expansion threshold (default FoG's reading's)")
+    parser.add_argument("--tau-p", type=float, default=None, help="potential-subgraph threshold (default FoG's)")
     parser.add_argument("--kg1m-triples", type=float, default=1e6, help="size of the generated KG")
     parser.add_argument("--kg1m-seeds", type=int, default=50, help="seed entities on the generated KG")
     parser.add_argument("--kg1m-budget-s", type=float, default=240.0,
@@ -976,10 +1003,18 @@ def main(argv: list[str] | None = None) -> int:
     env = Env(args)
     result["machine"]["torch_threads"] = torch.get_num_threads()
     result["encoder"] = env.scorer.encoder
-    result["net"] = env.scorer.net.spec.to_dict()
-    trained = env.scorer.meta.get("trained_on") or {}
-    result["scorer_meta"] = {"trained_on_command": trained.get("command"), "trained_commit": trained.get("kgqa_commit"),
-                             "settings": env.scorer.meta.get("settings"), "validation": env.scorer.meta.get("validation")}
+    result["net"] = env.members[0].net.spec.to_dict()
+    result["scorer_members"] = len(env.members)
+
+    def trained(member: Any) -> dict[str, Any]:
+        on = member.meta.get("trained_on") or {}
+        return {"path": str(member.path), "trained_on_command": on.get("command"),
+                "trained_commit": on.get("kgqa_commit"), "settings": member.meta.get("settings"),
+                "validation": member.meta.get("validation")}
+
+    # one member: its record as before; an ensemble: each member's
+    result["scorer_meta"] = (trained(env.members[0]) if len(env.members) == 1
+                             else {"members": [trained(m) for m in env.members]})
     result["setup"] = {"kg_open_s": env.kg_open_s, "scorer_load_s": env.scorer_load_s,
                        "embedder_load_s": env.embedder_load_s}
     args.out.mkdir(parents=True, exist_ok=True)
