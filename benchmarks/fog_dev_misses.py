@@ -1,0 +1,262 @@
+"""Where FoG's graph mode misses on MetaQA dev questions no member of a scorer trained on, and why.
+
+For every scorer given (``--scorer NAME=DIR``, a scorer or an ensemble directory) this answers, in graph mode with
+FoG's default reading, the MetaQA dev questions of each hop that none of its members trained on (their scorer.json
+lists their training questions; the held-out ones count as trained on) and tabulates:
+
+* Hits@1 and hit per hop;
+* the miss rate by what the members did with a question's *template* (its wording with the topic abstracted): trained
+  on it, or held it out for validation (``--validation-by template``): one member, another, or every one. A template
+  no member trained on is a wording the ensemble never saw;
+* for each miss, the answer pattern read against the gold chain (stopped early, went on too far, another relation of
+  the same length) and whether any walk of the gold chain to a gold answer survived expansion;
+* the answer pattern chosen with the continuation penalty per path (FoG's reading) and per pattern (the mean
+  continuation over the pattern's walks), on the same subgraphs: a reading kgqa tried for walks that stop one hop
+  early.
+
+    python benchmarks/fog_dev_misses.py --kg /tmp/kgs/metaqa --data-dir ../shared/data \\
+        --scorer recipe=models/fog-metaqa [--per-hop N]
+
+Writes ``benchmarks/results/fog_dev_misses.{json,md}`` (``--out-dir``, ``--name``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import shlex
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kgqa.provenance import source_commit
+
+HOPS = (1, 2, 3)
+
+
+def member_dirs(path: Path) -> list[Path]:
+    """The scorer directories behind ``path`` (an ensemble's members, or the scorer itself)."""
+    listed = path / "ensemble.json"
+    if listed.is_file():
+        return [path / m for m in json.loads(listed.read_text(encoding="utf-8"))["members"]]
+    return [path]
+
+
+def pattern_names(pattern: Any) -> list[str]:
+    return [("^" if backward else "") + relation for relation, backward in pattern]
+
+
+def kind_of_miss(chosen: tuple | None, gold: tuple) -> str:
+    if not chosen:
+        return "no answer"
+    if len(chosen) < len(gold):
+        return "stopped early"
+    if len(chosen) > len(gold):
+        return "went on too far"
+    return "other relations, same length"
+
+
+def read_pattern_level(graph: Any, paths: list[Any], allowed: set[str], ratio: float) -> list[str]:
+    """FoG's reading with the continuation penalty taken per pattern: a pattern's value is its best walk's score
+    times (1 - the mean continuation over its walks' ends), so one walk ending where nothing leads on (a film with no
+    listed director) cannot make an intermediate pattern look like an answer pattern."""
+    continuation: dict[int, float] = {}
+    for e in range(len(graph)):
+        continuation[graph.near[e]] = max(continuation.get(graph.near[e], 0.0), graph.scores[e])
+    walks: dict[tuple, list[tuple[float, float, str]]] = {}
+    for p in paths:
+        entity = graph.node_entity[p.end]
+        if entity not in allowed:
+            continue
+        pattern = tuple((graph.triples[e][1], graph.backward[e]) for e in p.edges)
+        base = (p.score * graph.scores[p.edges[-1]]) ** 0.5  # min_last, as FoG's reading
+        walks.setdefault(pattern, []).append((base, continuation.get(p.end, 0.0), entity))
+    if not walks:
+        return []
+
+    def value(pattern: tuple) -> float:
+        items = walks[pattern]
+        return max(b for b, _, _ in items) * (1.0 - statistics.fmean(c for _, c, _ in items))
+
+    best = walks[max(walks, key=value)]
+    top = max(b * (1 - c) for b, c, _ in best)
+    per: dict[str, tuple[float, int]] = {}
+    for b, c, entity in best:
+        if b * (1 - c) >= ratio * top:
+            held = per.get(entity, (0.0, 0))
+            per[entity] = (max(held[0], b * (1 - c)), held[1] + 1)
+    return sorted(per, key=lambda e: (-per[e][1], -per[e][0], e))
+
+
+def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: Any) -> dict[str, Any]:
+    from kgqa.eval.gold_paths import training_questions
+    from kgqa.kg.base import Direction
+    from kgqa.steps.answers import presentable
+    from kgqa.steps.foresight.graph import READING, simple_paths
+    from kgqa.steps.foresight.scorer import load_scorer
+    from kgqa.steps.foresight.training import question_template
+
+    scorer = load_scorer(path)
+    members = member_dirs(path)
+    trained: list[set[str]] = []
+    held: list[set[str]] = []
+    for member in members:
+        meta = json.loads((member / "scorer.json").read_text(encoding="utf-8"))
+        trained.append(set(meta.get("training_questions", [])))
+        held.append(set(meta.get("validation_questions", [])))
+    seen = set().union(*trained)
+    rows: list[dict[str, Any]] = []
+    for hops in HOPS:
+        everything = training_questions([f"metaqa-{hops}hop"], "dev", data_dir=args.data_dir).questions
+        by_id = {q.source: q for q in everything}
+        # the templates each member held out / trained on (over every dev question it was given)
+        held_templates = [{question_template(by_id[i]) for i in h if i in by_id} for h in held]
+        trained_templates = [{question_template(by_id[i]) for i in t - h if i in by_id}
+                             for t, h in zip(trained, held, strict=True)]
+        pool = [q for q in everything if q.source not in seen]
+        random.Random(args.seed).shuffle(pool)
+        if args.per_hop:
+            pool = pool[:args.per_hop]
+        started = time.perf_counter()
+        for q in pool:
+            graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
+            scorer.propagate(graph)
+            ranked, _ = READING.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))
+            names = [a.entity for a in ranked]
+            gold = tuple((h.relation, h.direction is Direction.IN) for h in q.chain)
+            paths = simple_paths(graph, list(range(len(graph))), combine="min", simple=False)
+            ends = {graph.node_entity[p.end] for p in paths} - set(graph.seeds)
+            allowed = set(presentable(kg, sorted(ends)))
+            pattern_level = read_pattern_level(graph, paths, allowed, READING.ratio)
+            gold_survived = any(
+                graph.node_entity[p.end] in q.answers
+                and tuple((graph.triples[e][1], graph.backward[e]) for e in p.edges) == gold for p in paths)
+            template = question_template(q)
+            held_by = [k for k, ts in enumerate(held_templates) if template in ts]
+            trained_by = [k for k, ts in enumerate(trained_templates) if template in ts]
+            chosen = ranked[0].pattern if ranked else None
+            hit = bool(set(names) & q.answers)
+            rows.append({
+                "id": q.source, "hops": hops, "text": q.text, "template": template,
+                "template_status": ("trained by every member" if len(trained_by) == len(members) else
+                                    "trained by no member" if not trained_by else "trained by some members"),
+                "held_out_by": held_by, "hits1": bool(names) and names[0] in q.answers, "hit": hit,
+                "answers": len(names), "chosen": pattern_names(chosen) if chosen else None,
+                "gold": pattern_names(gold), "miss": None if hit else kind_of_miss(chosen, gold),
+                "gold_walk_survived": gold_survived,
+                "pattern_level": {"hits1": bool(pattern_level) and pattern_level[0] in q.answers,
+                                  "hit": bool(set(pattern_level) & q.answers)},
+            })
+        print(f"{name} {hops}-hop: {len(pool)} unseen dev questions in {time.perf_counter() - started:.0f} s",
+              flush=True)
+    return {"scorer": name, "path": str(path), "members": [str(m) for m in members], "rows": rows}
+
+
+def pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.2f}" if whole else "-"
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [f"# FoG graph mode on unseen MetaQA dev questions: where it misses ({meta['date']}, commit "
+             f"{meta['commit']})", "",
+             f"Command: `python benchmarks/fog_dev_misses.py {shlex.join(meta['argv'])}`. Questions: every MetaQA dev "
+             "question (or a seeded sample) that no member of the scorer trained on or held out.",
+             *[f"Scorers {', '.join(i['scorers'])} from "
+               f"`{i['file']}` ({i['date']}, commit {i['commit']}, `python benchmarks/fog_dev_misses.py "
+               f"{shlex.join(i['argv'])}`)." for i in meta.get("included", [])], "",
+             "| scorer | hops | questions | Hits@1 | hit | misses (hit) | stopped early | went on too far | "
+             "other relations | gold walk cut at expansion | pattern-level reading Hits@1 / hit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        for hops in HOPS:
+            rows = [r for r in res["rows"] if r["hops"] == hops]
+            misses = [r for r in rows if not r["hit"]]
+            kinds = Counter(r["miss"] for r in misses)
+            n = len(rows)
+            lines.append(
+                f"| {res['scorer']} | {hops} | {n:,} | {pct(sum(r['hits1'] for r in rows), n)} | "
+                f"{pct(sum(r['hit'] for r in rows), n)} | {len(misses)} | {kinds['stopped early']} | "
+                f"{kinds['went on too far']} | {kinds['other relations, same length']} | "
+                f"{sum(not r['gold_walk_survived'] for r in misses)} | "
+                f"{pct(sum(r['pattern_level']['hits1'] for r in rows), n)} / "
+                f"{pct(sum(r['pattern_level']['hit'] for r in rows), n)} |")
+    lines += ["", "Misses by what the members did with the question's template (hit misses / questions, percent):", "",
+              "| scorer | hops | trained by every member | trained by some members | trained by no member |",
+              "|---|---|---|---|---|"]
+    for res in results:
+        for hops in HOPS:
+            cells = []
+            for status in ("trained by every member", "trained by some members", "trained by no member"):
+                rows = [r for r in res["rows"] if r["hops"] == hops and r["template_status"] == status]
+                misses = sum(not r["hit"] for r in rows)
+                cells.append(f"{misses} / {len(rows):,} ({pct(misses, len(rows))})" if rows else "-")
+            lines.append(f"| {res['scorer']} | {hops} | {' | '.join(cells)} |")
+    lines += ["", "Every miss (hit = no answer in gold):", "",
+              "| scorer | hops | template | template status | chosen pattern | gold chain | kind |",
+              "|---|---|---|---|---|---|---|"]
+    for res in results:
+        for r in res["rows"]:
+            if not r["hit"]:
+                chosen = ",".join(r["chosen"]) if r["chosen"] else "-"
+                lines.append(f"| {res['scorer']} | {r['hops']} | {r['template']} | {r['template_status']} | "
+                             f"{chosen} | {','.join(r['gold'])} | {r['miss']} |")
+    lines += ["", "Scorers: " + "; ".join(f"{res['scorer']} = `{res['path']}` (members: "
+                                         f"{', '.join('`' + m + '`' for m in res['members'])})" for res in results)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scorer", action="append", default=[], help="NAME=DIR (repeatable)")
+    parser.add_argument("--include", action="append", default=[], type=Path,
+                        help="the JSON of an earlier run whose scorers join this report (repeatable)")
+    parser.add_argument("--kg", required=True, help="an import of MetaQA's kb.txt")
+    parser.add_argument("--data-dir", default=os.environ.get("KGQA_DATA_DIR"))
+    parser.add_argument("--per-hop", type=int, default=0, help="a seeded sample per hop (default 0: every one)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--name", default="fog_dev_misses")
+    args = parser.parse_args()
+    if not args.scorer and not args.include:
+        parser.error("give at least one --scorer NAME=DIR or --include JSON")
+    scorers = []
+    for item in args.scorer:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"--scorer {item!r}: expected NAME=DIR")
+        scorers.append((name, Path(path)))
+
+    from kgqa.artifacts import ArtifactStore
+    from kgqa.kg import open_kg
+    from kgqa.steps.foresight.scorer import LabelVectors
+    from kgqa.text import load_embedder
+
+    kg = open_kg(args.kg)
+    embedder = load_embedder("minilm")
+    labels = LabelVectors(kg, embedder, ArtifactStore().get("label-embeddings", kg=kg, embedder=embedder))
+    results = [evaluate(name, path, args, kg, labels) for name, path in scorers]
+    included = [json.loads(f.read_text(encoding="utf-8")) for f in args.include]
+    results = [r for earlier in included for r in earlier["results"]] + results
+    meta = {"included": [{"file": str(f), "date": earlier["meta"]["date"], "commit": earlier["meta"]["commit"],
+                          "argv": earlier["meta"]["argv"], "scorers": [r["scorer"] for r in earlier["results"]]}
+                         for f, earlier in zip(args.include, included, strict=True)],
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": source_commit() or "unknown",
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "kg": args.kg,
+            "per_hop": args.per_hop, "seed": args.seed}
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n",
+                                               encoding="utf-8")
+    (out_dir / f"{args.name}.md").write_text(markdown(results, meta), encoding="utf-8")
+    print(f"wrote {out_dir / (args.name + '.md')}")
+
+
+if __name__ == "__main__":
+    main()
