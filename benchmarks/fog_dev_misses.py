@@ -113,7 +113,7 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
         held.append(set(meta.get("validation_questions", [])))
     seen = set().union(*trained)
     rows: list[dict[str, Any]] = []
-    for hops in HOPS:
+    for hops in args.hops or HOPS:
         everything = training_questions([f"metaqa-{hops}hop"], "dev", data_dir=args.data_dir).questions
         by_id = {q.source: q for q in everything}
         # the templates each member held out / trained on (over every dev question it was given)
@@ -177,6 +177,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for res in results:
         for hops in HOPS:
             rows = [r for r in res["rows"] if r["hops"] == hops]
+            if not rows:
+                continue
             misses = [r for r in rows if not r["hit"]]
             kinds = Counter(r["miss"] for r in misses)
             n = len(rows)
@@ -191,7 +193,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
               "| scorer | hops | trained by every member | trained by some members | trained by no member |",
               "|---|---|---|---|---|"]
     for res in results:
-        for hops in HOPS:
+        for hops in sorted({r["hops"] for r in res["rows"]}):
             cells = []
             for status in ("trained by every member", "trained by some members", "trained by no member"):
                 rows = [r for r in res["rows"] if r["hops"] == hops and r["template_status"] == status]
@@ -219,6 +221,7 @@ def main() -> None:
                         help="the JSON of an earlier run whose scorers join this report (repeatable)")
     parser.add_argument("--kg", required=True, help="an import of MetaQA's kb.txt")
     parser.add_argument("--data-dir", default=os.environ.get("KGQA_DATA_DIR"))
+    parser.add_argument("--hops", type=int, action="append", choices=HOPS, help="only these hops (repeatable)")
     parser.add_argument("--per-hop", type=int, default=0, help="a seeded sample per hop (default 0: every one)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
@@ -243,7 +246,13 @@ def main() -> None:
     labels = LabelVectors(kg, embedder, ArtifactStore().get("label-embeddings", kg=kg, embedder=embedder))
     results = [evaluate(name, path, args, kg, labels) for name, path in scorers]
     included = [json.loads(f.read_text(encoding="utf-8")) for f in args.include]
-    results = [r for earlier in included for r in earlier["results"]] + results
+    merged: dict[str, dict[str, Any]] = {}  # one scorer's hops may come from several runs (--hops)
+    for r in [r for earlier in included for r in earlier["results"]] + results:
+        if r["scorer"] in merged:
+            merged[r["scorer"]]["rows"] += r["rows"]
+        else:
+            merged[r["scorer"]] = dict(r, rows=list(r["rows"]))
+    results = list(merged.values())
     meta = {"included": [{"file": str(f), "date": earlier["meta"]["date"], "commit": earlier["meta"]["commit"],
                           "argv": earlier["meta"]["argv"], "scorers": [r["scorer"] for r in earlier["results"]]}
                          for f, earlier in zip(args.include, included, strict=True)],
