@@ -10,9 +10,8 @@ lists their training questions; the held-out ones count as trained on) and tabul
   no member trained on is a wording the ensemble never saw;
 * for each miss, the answer pattern read against the gold chain (stopped early, went on too far, another relation of
   the same length) and whether any walk of the gold chain to a gold answer survived expansion;
-* the answer pattern chosen with the continuation penalty per path (FoG's reading) and per pattern (the mean
-  continuation over the pattern's walks), on the same subgraphs: a reading kgqa tried for walks that stop one hop
-  early.
+* the answers read with ``continuation="pattern"`` (FoG's ``continuation`` setting: the answer pattern chosen by the
+  mean continuation over its walks' ends instead of walk by walk) beside FoG's default reading, on the same subgraphs.
 
     python benchmarks/fog_dev_misses.py --kg /tmp/kgs/metaqa --data-dir ../shared/data \\
         --scorer recipe=models/fog-metaqa [--per-hop N]
@@ -29,10 +28,10 @@ import os
 import platform
 import random
 import shlex
-import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,43 +62,13 @@ def kind_of_miss(chosen: tuple | None, gold: tuple) -> str:
     return "other relations, same length"
 
 
-def read_pattern_level(graph: Any, paths: list[Any], allowed: set[str], ratio: float) -> list[str]:
-    """FoG's reading with the continuation penalty taken per pattern: a pattern's value is its best walk's score
-    times (1 - the mean continuation over its walks' ends), so one walk ending where nothing leads on (a film with no
-    listed director) cannot make an intermediate pattern look like an answer pattern."""
-    continuation: dict[int, float] = {}
-    for e in range(len(graph)):
-        continuation[graph.near[e]] = max(continuation.get(graph.near[e], 0.0), graph.scores[e])
-    walks: dict[tuple, list[tuple[float, float, str]]] = {}
-    for p in paths:
-        entity = graph.node_entity[p.end]
-        if entity not in allowed:
-            continue
-        pattern = tuple((graph.triples[e][1], graph.backward[e]) for e in p.edges)
-        base = (p.score * graph.scores[p.edges[-1]]) ** 0.5  # min_last, as FoG's reading
-        walks.setdefault(pattern, []).append((base, continuation.get(p.end, 0.0), entity))
-    if not walks:
-        return []
-
-    def value(pattern: tuple) -> float:
-        items = walks[pattern]
-        return max(b for b, _, _ in items) * (1.0 - statistics.fmean(c for _, c, _ in items))
-
-    best = walks[max(walks, key=value)]
-    top = max(b * (1 - c) for b, c, _ in best)
-    per: dict[str, tuple[float, int]] = {}
-    for b, c, entity in best:
-        if b * (1 - c) >= ratio * top:
-            held = per.get(entity, (0.0, 0))
-            per[entity] = (max(held[0], b * (1 - c)), held[1] + 1)
-    return sorted(per, key=lambda e: (-per[e][1], -per[e][0], e))
-
-
 def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: Any) -> dict[str, Any]:
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg.base import Direction
     from kgqa.steps.answers import presentable
     from kgqa.steps.foresight.graph import READING, simple_paths
+
+    by_pattern = replace(READING, continuation="pattern")
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.steps.foresight.training import question_template
 
@@ -132,9 +101,7 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
             names = [a.entity for a in ranked]
             gold = tuple((h.relation, h.direction is Direction.IN) for h in q.chain)
             paths = simple_paths(graph, list(range(len(graph))), combine="min", simple=False)
-            ends = {graph.node_entity[p.end] for p in paths} - set(graph.seeds)
-            allowed = set(presentable(kg, sorted(ends)))
-            pattern_level = read_pattern_level(graph, paths, allowed, READING.ratio)
+            pattern_level = [a.entity for a in by_pattern.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))[0]]
             gold_survived = any(
                 graph.node_entity[p.end] in q.answers
                 and tuple((graph.triples[e][1], graph.backward[e]) for e in p.edges) == gold for p in paths)

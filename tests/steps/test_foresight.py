@@ -375,6 +375,30 @@ def test_a_one_hop_question_reads_the_films_when_nothing_relevant_leads_on(film_
     assert {a.pattern for a in ranked} == {(("directed", False),)}
 
 
+def test_pattern_continuation_keeps_one_dead_end_film_from_making_the_films_the_answer(tmp_path: Path) -> None:
+    # "who starred in D's films": F4 lists no actor, so nothing leads on from it. Read walk by walk, D -> F4 (0.9, no
+    # continuation) beats every actor walk (0.6); read pattern by pattern, the films' pattern is penalised by what
+    # leads on from its ends on average (0.6 at three of four), and the actors are the answer.
+    triples = [("D", "directed", f) for f in ("F1", "F2", "F3", "F4")]
+    triples += [("F1", "starring", "X"), ("F2", "starring", "Y"), ("F3", "starring", "Z")]
+    kg = build_kg(tmp_path / "kg", triples, {e: f"name of {e}" for e in ("D", "F1", "F2", "F3", "F4", "X", "Y", "Z")})
+    scores = {t: 0.9 for t in triples if t[1] == "directed"} | {t: 0.6 for t in triples if t[1] == "starring"}
+    graph = expand(kg, ["D"], by_triple(scores, default=0.05), hops=2, tau_e=0.1)
+    by_walk, _ = rank_answers(graph, 0.7, within="expanded", combine="min_last")
+    assert by_walk[0].entity == "F4" and by_walk[0].pattern == (("directed", False),)
+    by_pattern, _ = rank_answers(graph, 0.7, within="expanded", combine="min_last", continuation="pattern")
+    assert sorted(a.entity for a in by_pattern) == ["X", "Y", "Z"]
+    assert {a.pattern for a in by_pattern} == {(("directed", False), ("starring", False))}
+    # with every film leading on, both rules agree
+    scores[("F4", "starring", "X")] = 0.6
+    kg2 = build_kg(tmp_path / "kg2", [*triples, ("F4", "starring", "X")],
+                   {e: f"name of {e}" for e in ("D", "F1", "F2", "F3", "F4", "X", "Y", "Z")})
+    graph2 = expand(kg2, ["D"], by_triple(scores, default=0.05), hops=2, tau_e=0.1)
+    for rule in ("path", "pattern"):
+        ranked, _ = rank_answers(graph2, 0.7, within="expanded", combine="min_last", continuation=rule)
+        assert [a.entity for a in ranked] == ["X", "Y", "Z"]
+
+
 def test_answerable_excludes_nameless_nodes(film_kg: EmbeddedKG) -> None:
     graph = film_graph(film_kg)
     asked: list[list[str]] = []

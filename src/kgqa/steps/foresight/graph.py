@@ -252,7 +252,8 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
                  by_support: bool = True, answerable: Callable[[list[str]], set[str]] | None = None,
                  within: Literal["potential", "expanded"] = "potential",
                  combine: Literal["product", "min", "min_last"] = "product",
-                 simple: bool = True) -> tuple[list[RankedAnswer], list[int]]:
+                 simple: bool = True, continuation: Literal["path", "pattern"] = "path"
+                 ) -> tuple[list[RankedAnswer], list[int]]:
     """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
     whole re-scored subgraph, so a question always gets the graph's best reading).
 
@@ -264,19 +265,23 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     one reached through a single, possibly merged, film) and then score. ``answerable`` says which entities may be
     answers (kgqa: named nodes and literals, never a nameless mediator). ``within="expanded"`` reads every re-scored
     edge of the expanded subgraph instead of the potential subgraph only (a walk through an edge just under tau_p then
-    still ends where the question does). Returns (answers, potential edge indices).
+    still ends where the question does). ``continuation="pattern"`` chooses the answer pattern by its best walk's
+    score times (1 - the mean continuation over all its walks' ends) instead of by the best single walk, so one walk
+    ending where nothing leads on (a film with no listed director) cannot make an intermediate pattern the answer
+    pattern; the answers within the pattern are chosen as before. Returns (answers, potential edge indices).
     """
     potential = [e for e, s in enumerate(graph.scores) if s > tau_p]
     ranked = _rank_over(graph, potential if within == "potential" else list(range(len(graph))), ratio, max_paths,
-                        by_support, answerable, combine, simple)
+                        by_support, answerable, combine, simple, continuation)
     if not ranked and within == "potential":  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
-        ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable, combine, simple)
+        ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable, combine, simple,
+                            continuation)
     return ranked, potential
 
 
 def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
                answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min", "min_last"],
-               simple: bool) -> list[RankedAnswer]:
+               simple: bool, continuation_rule: Literal["path", "pattern"] = "path") -> list[RankedAnswer]:
     paths = simple_paths(graph, potential, max_paths=max_paths, combine="product" if combine == "product" else "min",
                          simple=simple)
     if not paths:
@@ -291,17 +296,31 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
 
     ends = {graph.node_entity[p.end] for p in paths} - seeds
     allowed = answerable(sorted(ends)) if answerable is not None else ends
-    def value(path: Path) -> float:
-        score = path.score
+    def base(path: Path) -> float:
         if combine == "min_last":  # the weakest edge and the last one: the relation the question ends on counts twice
-            score = (path.score * graph.scores[path.edges[-1]]) ** 0.5
-        return score * (1.0 - continuation.get(path.end, 0.0))
+            return (path.score * graph.scores[path.edges[-1]]) ** 0.5
+        return path.score
+
+    def value(path: Path) -> float:
+        return base(path) * (1.0 - continuation.get(path.end, 0.0))
 
     scored = [(value(p), p) for p in paths if graph.node_entity[p.end] in allowed]
     if not scored:
         return []
-    best_value, best_path = max(scored, key=lambda item: item[0])
-    best_pattern = pattern(best_path)
+    if continuation_rule == "pattern":
+        walks: dict[tuple[tuple[str, bool], ...], list[Path]] = {}
+        for _, path in scored:
+            walks.setdefault(pattern(path), []).append(path)
+
+        def pattern_value(key: tuple[tuple[str, bool], ...]) -> float:
+            ends = [continuation.get(p.end, 0.0) for p in walks[key]]
+            return max(base(p) for p in walks[key]) * (1.0 - sum(ends) / len(ends))
+
+        best_pattern = max(walks, key=pattern_value)
+        best_value = max(v for v, p in scored if pattern(p) == best_pattern)
+    else:
+        best_value, best_path = max(scored, key=lambda item: item[0])
+        best_pattern = pattern(best_path)
     per_entity: dict[str, tuple[float, int, Path]] = {}
     for value, path in scored:
         if pattern(path) != best_pattern or value < ratio * best_value:
@@ -336,6 +355,7 @@ class GraphReading:
     combine: Literal["product", "min", "min_last"] = "min_last"
     simple: bool = False
     by_support: bool = True
+    continuation: Literal["path", "pattern"] = "path"
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True) -> ExpandedGraph:
@@ -345,9 +365,11 @@ class GraphReading:
 
     def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None
              ) -> tuple[list[RankedAnswer], list[int]]:
-        """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score and path rule."""
+        """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score, path rule and
+        continuation rule."""
         return rank_answers(graph, self.tau_p, ratio=self.ratio, by_support=self.by_support, answerable=answerable,
-                            within=self.within, combine=self.combine, simple=self.simple)
+                            within=self.within, combine=self.combine, simple=self.simple,
+                            continuation=self.continuation)
 
 
 #: the default reading (FoG's defaults)
