@@ -16,7 +16,8 @@ lists their training questions; the held-out ones count as trained on) and tabul
     python benchmarks/fog_dev_misses.py --kg /tmp/kgs/metaqa --data-dir ../shared/data \\
         --scorer recipe=models/fog-metaqa [--per-hop N]
 
-Writes ``benchmarks/results/fog_dev_misses.{json,md}`` (``--out-dir``, ``--name``).
+Writes ``benchmarks/results/fog_dev_misses.{json,md}`` (``--out-dir``, ``--name``; the JSON holds the counts and the
+misses, ``--rows-out FILE`` every question's row, which ``--include FILE`` adds to a later report).
 """
 
 from __future__ import annotations
@@ -130,6 +131,23 @@ def pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.2f}" if whole else "-"
 
 
+def compact(result: dict[str, Any]) -> dict[str, Any]:
+    """A scorer's result for the results JSON: counts per hop and template status, and the misses' rows."""
+    per_hop: dict[str, Any] = {}
+    for hops in sorted({r["hops"] for r in result["rows"]}):
+        rows = [r for r in result["rows"] if r["hops"] == hops]
+        per_hop[str(hops)] = {
+            "questions": len(rows), "hits1": sum(r["hits1"] for r in rows), "hit": sum(r["hit"] for r in rows),
+            "misses_by_kind": dict(Counter(r["miss"] for r in rows if not r["hit"])),
+            "pattern_level": {"hits1": sum(r["pattern_level"]["hits1"] for r in rows),
+                              "hit": sum(r["pattern_level"]["hit"] for r in rows)},
+            "by_template_status": {status: {"questions": len(part), "misses": sum(not r["hit"] for r in part)}
+                                   for status in sorted({r["template_status"] for r in rows})
+                                   for part in [[r for r in rows if r["template_status"] == status]]}}
+    return {k: v for k, v in result.items() if k != "rows"} | {
+        "per_hop": per_hop, "misses": [r for r in result["rows"] if not r["hit"]]}
+
+
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [f"# FoG graph mode on unseen MetaQA dev questions: where it misses ({meta['date']}, commit "
              f"{meta['commit']})", "",
@@ -185,7 +203,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scorer", action="append", default=[], help="NAME=DIR (repeatable)")
     parser.add_argument("--include", action="append", default=[], type=Path,
-                        help="the JSON of an earlier run whose scorers join this report (repeatable)")
+                        help="the --rows-out file of an earlier run whose scorers join this report (repeatable)")
+    parser.add_argument("--rows-out", type=Path, default=None,
+                        help="also write every question's row here (for --include; the results JSON keeps the "
+                             "counts and the misses only)")
     parser.add_argument("--kg", required=True, help="an import of MetaQA's kb.txt")
     parser.add_argument("--data-dir", default=os.environ.get("KGQA_DATA_DIR"))
     parser.add_argument("--hops", type=int, action="append", choices=HOPS, help="only these hops (repeatable)")
@@ -194,6 +215,7 @@ def main() -> None:
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--name", default="fog_dev_misses")
     args = parser.parse_args()
+    commit = source_commit() or "unknown"  # at the start: the code that ran, even if a commit lands meanwhile
     if not args.scorer and not args.include:
         parser.error("give at least one --scorer NAME=DIR or --include JSON")
     scorers = []
@@ -223,13 +245,15 @@ def main() -> None:
     meta = {"included": [{"file": str(f), "date": earlier["meta"]["date"], "commit": earlier["meta"]["commit"],
                           "argv": earlier["meta"]["argv"], "scorers": [r["scorer"] for r in earlier["results"]]}
                          for f, earlier in zip(args.include, included, strict=True)],
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": source_commit() or "unknown",
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "kg": args.kg,
             "per_hop": args.per_hop, "seed": args.seed}
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n",
-                                               encoding="utf-8")
+    (out_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "results": [compact(r) for r in results]},
+                                                          indent=1) + "\n", encoding="utf-8")
+    if args.rows_out:  # every question's row: what --include reads back
+        args.rows_out.write_text(json.dumps({"meta": meta, "results": results}) + "\n", encoding="utf-8")
     (out_dir / f"{args.name}.md").write_text(markdown(results, meta), encoding="utf-8")
     print(f"wrote {out_dir / (args.name + '.md')}")
 

@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--name", default="fog_wordings")
     args = parser.parse_args()
+    commit = source_commit() or "unknown"  # at the start: the code that ran, even if a commit lands meanwhile
     scorers = []
     for item in args.scorer:
         name, sep, path = item.partition("=")
@@ -78,7 +79,7 @@ def main() -> None:
             rows.append({"scorer": name, "path": path, "hops": hop, "reworded": reworded, "test": test,
                          "gap": test["hits1"] - reworded["hits1"]})
             print(f"{name} {hop}-hop: test Hits@1 {test['hits1']:.1f}, reworded {reworded['hits1']:.1f}", flush=True)
-    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": source_commit() or "unknown",
+    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "kg": args.kg,
             "test_limit": args.test_limit, "seed": args.seed}
     out_dir = Path(args.out_dir)
