@@ -51,6 +51,7 @@ def test_validation_fold_out_of_range_is_a_one_line_error(tmp_path: Path,
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.filterwarnings("error::UserWarning")  # no empty-legend warning for the phase with no epochs
 def test_train_fog_with_composed_wordings_records_the_table(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     # A table for two of the demo KG's relations; the demo questions on other chains keep their own wording.

@@ -313,10 +313,12 @@ def _plot(history: list[dict[str, Any]], path: Path) -> bool:
         if rows:
             ax.plot([r["epoch"] for r in rows], [r["train_loss"] for r in rows], marker="o", label="train")
             ax.plot([r["epoch"] for r in rows], [r["val_loss"] for r in rows], marker="o", label="validation")
+            ax.legend()
+        else:  # e.g. --propagation-epochs 0: say so rather than draw an empty legend
+            ax.text(0.5, 0.5, "no epochs", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(f"{phase} phase")
         ax.set_xlabel("epoch")
         ax.set_ylabel("BCE loss")
-        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
