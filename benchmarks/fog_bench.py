@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -182,8 +183,6 @@ class Env:
         with Clock() as c:
             self.scorer = load_scorer(args.scorer)  # a scorer or an ensemble directory
         self.scorer_load_s = c.wall
-        #: the networks behind the scorer (an ensemble's members; a single scorer is its own)
-        self.members = list(getattr(self.scorer, "members", [self.scorer]))
         with Clock() as c:
             self.embedder = load_embedder(self.scorer.encoder)
         self.embedder_load_s = c.wall
@@ -344,7 +343,7 @@ def _network_only(scorer: Any, heads: np.ndarray, rels: np.ndarray, tails: np.nd
     from kgqa.steps.foresight.scorer import _CHUNK
 
     with torch.inference_mode():
-        for member in getattr(scorer, "members", [scorer]):
+        for member in scorer.members:
             for lo in range(0, len(heads), _CHUNK):
                 hi = lo + _CHUNK
                 z = member.net.encode(torch.from_numpy(heads[lo:hi]), torch.from_numpy(rels[lo:hi]),
@@ -486,20 +485,18 @@ def _metaqa_items(args: argparse.Namespace, hops: int, n: int, seed: int) -> lis
 def reading(args: argparse.Namespace, caps: Any) -> Any:
     """FoG's default graph-mode reading (``kgqa.steps.foresight.graph.READING``), with ``--hops``, ``--tau-e`` and
     ``--tau-p`` when given, and ``caps``."""
-    from dataclasses import replace
-
     from kgqa.steps.foresight.graph import READING
 
     changed = {k: v for k, v in (("hops", args.hops), ("tau_e", args.tau_e), ("tau_p", args.tau_p)) if v is not None}
     return replace(READING, caps=caps, **changed)
 
 
-def answer_one(env: Env, kg: Any, labels: Any, seeds: list[str], text: str, caps: Any) -> dict[str, Any]:
-    """One graph-mode question read as FoG's graph mode reads it (:func:`reading`), each step timed: encode, expand,
-    propagate, rank."""
+def answer_one(env: Env, kg: Any, labels: Any, seeds: list[str], text: str, read: Any) -> dict[str, Any]:
+    """One graph-mode question read with ``read`` (:func:`reading`: FoG's graph mode), each step timed: encode,
+    expand, propagate, rank."""
     from kgqa.steps.answers import presentable
 
-    scorer, args = env.scorer, env.args
+    scorer = env.scorer
     row: dict[str, Any] = {}
     cpu0 = time.process_time()
     with Clock() as c:
@@ -513,7 +510,6 @@ def answer_one(env: Env, kg: Any, labels: Any, seeds: list[str], text: str, caps
         per_layer.append((len(triples), int((scores > read.tau_e).sum())))
         return scores, payload
 
-    read = reading(args, caps)
     with Clock() as c:
         graph = read.expand(kg, seeds, counted)
     row["expand_s"] = c.wall
@@ -552,20 +548,15 @@ def bench_metaqa(env: Env) -> dict[str, Any]:
     args = env.args
     labels = env.labels()
     caps = Caps()
-    out: dict[str, Any] = {"loadavg_before": loadavg(), "caps": vars(caps) if hasattr(caps, "__dict__") else str(caps),
-                           "per_hop": {}}
     read = reading(args, caps)
-    out.update({"hops_budget": read.hops, "tau_e": read.tau_e, "tau_p": read.tau_p,
-                "reading": {"within": read.within, "combine": read.combine, "simple": read.simple,
-                            "seed_floor": read.seed_floor, "ratio": read.ratio, "by_support": read.by_support}})
-    with contextlib.suppress(Exception):
-        from dataclasses import asdict
-
-        out["caps"] = asdict(caps)
+    out: dict[str, Any] = {
+        "loadavg_before": loadavg(), "caps": asdict(caps), "per_hop": {}, "hops_budget": read.hops,
+        "tau_e": read.tau_e, "tau_p": read.tau_p,
+        "reading": {k: v for k, v in asdict(read).items() if k not in ("hops", "tau_e", "tau_p", "caps")}}
     every: list[dict[str, Any]] = []
     warm = _metaqa_items(args, 1, 3, args.seed + 1)
     for item in warm:  # untimed: lazy initialisation of torch kernels and caches
-        answer_one(env, env.kg, labels, [item["topic"]], metaqa_texts(item), caps)
+        answer_one(env, env.kg, labels, [item["topic"]], metaqa_texts(item), read)
     for hops in (1, 2, 3):
         rows = []
         items = _metaqa_items(args, hops, args.questions, args.seed)
@@ -573,7 +564,7 @@ def bench_metaqa(env: Env) -> dict[str, Any]:
         for item in items:
             if not env.kg.has_entity(item["topic"]):
                 continue
-            row = answer_one(env, env.kg, labels, [item["topic"]], metaqa_texts(item), caps)
+            row = answer_one(env, env.kg, labels, [item["topic"]], metaqa_texts(item), read)
             row.update(answer_set_metrics(row.pop("top"), set(item["answers"])))
             row.update({"hops": hops, "qtype": item["qtype"], "line": item["line"]})
             rows.append(row)
@@ -664,6 +655,7 @@ def bench_kg1m(env: Env) -> dict[str, Any]:
             env.threads()
             out["label_table"] = {"labels": len(table), "seconds": c.wall, "labels_per_s": len(table) / c.wall}
         caps = Caps()
+        read = reading(args, caps)
         passes: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
         # warm-up of torch on a few of the first seed's triples, with throwaway label vectors so pass 1 starts cold
         # (a whole warm-up question would embed tens of thousands of labels)
@@ -681,7 +673,7 @@ def bench_kg1m(env: Env) -> dict[str, Any]:
             if time.perf_counter() - started > args.kg1m_budget_s:
                 break
             n0, s0 = counting.texts, counting.seconds
-            row = answer_one(env, kg, labels, [seed_id], args.kg1m_question, caps)
+            row = answer_one(env, kg, labels, [seed_id], args.kg1m_question, read)
             row.pop("top")
             row.update({"seed": seed_id, "degree": degree, "sampled": how, "labels_embedded": counting.texts - n0,
                         "embed_s": counting.seconds - s0})
@@ -691,7 +683,7 @@ def bench_kg1m(env: Env) -> dict[str, Any]:
         log(f"kg1m: pass 2 (the same {len(passes['cold'])} seeds, every label in the cache)")
         for cold in passes["cold"]:
             n0, s0 = counting.texts, counting.seconds
-            row = answer_one(env, kg, labels, [cold["seed"]], args.kg1m_question, caps)
+            row = answer_one(env, kg, labels, [cold["seed"]], args.kg1m_question, read)
             row.pop("top")
             row.update({"seed": cold["seed"], "degree": cold["degree"], "sampled": cold["sampled"],
                         "labels_embedded": counting.texts - n0, "embed_s": counting.seconds - s0})
@@ -1003,8 +995,8 @@ def main(argv: list[str] | None = None) -> int:
     env = Env(args)
     result["machine"]["torch_threads"] = torch.get_num_threads()
     result["encoder"] = env.scorer.encoder
-    result["net"] = env.members[0].net.spec.to_dict()
-    result["scorer_members"] = len(env.members)
+    result["net"] = env.scorer.members[0].net.spec.to_dict()
+    result["scorer_members"] = len(env.scorer.members)
 
     def trained(member: Any) -> dict[str, Any]:
         on = member.meta.get("trained_on") or {}
@@ -1013,8 +1005,8 @@ def main(argv: list[str] | None = None) -> int:
                 "validation": member.meta.get("validation")}
 
     # one member: its record as before; an ensemble: each member's
-    result["scorer_meta"] = (trained(env.members[0]) if len(env.members) == 1
-                             else {"members": [trained(m) for m in env.members]})
+    result["scorer_meta"] = (trained(env.scorer.members[0]) if len(env.scorer.members) == 1
+                             else {"members": [trained(m) for m in env.scorer.members]})
     result["setup"] = {"kg_open_s": env.kg_open_s, "scorer_load_s": env.scorer_load_s,
                        "embedder_load_s": env.embedder_load_s}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -39,14 +39,8 @@ from typing import Any
 from kgqa.provenance import source_commit
 
 HOPS = (1, 2, 3)
-
-
-def member_dirs(path: Path) -> list[Path]:
-    """The scorer directories behind ``path`` (an ensemble's members, or the scorer itself)."""
-    listed = path / "ensemble.json"
-    if listed.is_file():
-        return [path / m for m in json.loads(listed.read_text(encoding="utf-8"))["members"]]
-    return [path]
+#: what the members did with a question's template, in the report's column order
+TEMPLATE_STATUSES = ("trained by every member", "trained by some members", "trained by no member")
 
 
 def pattern_names(pattern: Any) -> list[str]:
@@ -68,19 +62,14 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
     from kgqa.kg.base import Direction
     from kgqa.steps.answers import presentable
     from kgqa.steps.foresight.graph import READING, simple_paths
-
-    by_pattern = replace(READING, continuation="pattern")
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.steps.foresight.training import question_template
 
+    by_pattern = replace(READING, continuation="pattern")
     scorer = load_scorer(path)
-    members = member_dirs(path)
-    trained: list[set[str]] = []
-    held: list[set[str]] = []
-    for member in members:
-        meta = json.loads((member / "scorer.json").read_text(encoding="utf-8"))
-        trained.append(set(meta.get("training_questions", [])))
-        held.append(set(meta.get("validation_questions", [])))
+    members = scorer.members  # each member's scorer.json lists what it trained on and held out
+    trained = [set(m.meta.get("training_questions", [])) for m in members]
+    held = [set(m.meta.get("validation_questions", [])) for m in members]
     seen = set().union(*trained)
     rows: list[dict[str, Any]] = []
     for hops in args.hops or HOPS:
@@ -95,14 +84,17 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
         if args.per_hop:
             pool = pool[:args.per_hop]
         started = time.perf_counter()
+        def answerable(ids: list[str]) -> set[str]:
+            return set(presentable(kg, ids))
+
         for q in pool:
             graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
             scorer.propagate(graph)
-            ranked, _ = READING.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))
+            ranked, _ = READING.rank(graph, answerable=answerable)
             names = [a.entity for a in ranked]
             gold = tuple((h.relation, h.direction is Direction.IN) for h in q.chain)
             paths = simple_paths(graph, list(range(len(graph))), combine="min", simple=False)
-            pattern_level = [a.entity for a in by_pattern.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))[0]]
+            pattern_level = [a.entity for a in by_pattern.rank(graph, answerable=answerable)[0]]
             gold_survived = any(
                 graph.node_entity[p.end] in q.answers
                 and tuple((graph.triples[e][1], graph.backward[e]) for e in p.edges) == gold for p in paths)
@@ -113,8 +105,8 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
             hit = bool(set(names) & q.answers)
             rows.append({
                 "id": q.source, "hops": hops, "text": q.text, "template": template,
-                "template_status": ("trained by every member" if len(trained_by) == len(members) else
-                                    "trained by no member" if not trained_by else "trained by some members"),
+                "template_status": TEMPLATE_STATUSES[0 if len(trained_by) == len(members) else 2 if not trained_by
+                                                     else 1],
                 "held_out_by": held_by, "hits1": bool(names) and names[0] in q.answers, "hit": hit,
                 "answers": len(names), "chosen": pattern_names(chosen) if chosen else None,
                 "gold": pattern_names(gold), "miss": None if hit else kind_of_miss(chosen, gold),
@@ -124,7 +116,7 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
             })
         print(f"{name} {hops}-hop: {len(pool)} unseen dev questions in {time.perf_counter() - started:.0f} s",
               flush=True)
-    return {"scorer": name, "path": str(path), "members": [str(m) for m in members], "rows": rows}
+    return {"scorer": name, "path": str(path), "members": [str(m.path) for m in members], "rows": rows}
 
 
 def pct(part: int, whole: int) -> str:
@@ -139,11 +131,12 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
         per_hop[str(hops)] = {
             "questions": len(rows), "hits1": sum(r["hits1"] for r in rows), "hit": sum(r["hit"] for r in rows),
             "misses_by_kind": dict(Counter(r["miss"] for r in rows if not r["hit"])),
+            "gold_walk_cut": sum(not r["hit"] and not r["gold_walk_survived"] for r in rows),
             "pattern_level": {"hits1": sum(r["pattern_level"]["hits1"] for r in rows),
                               "hit": sum(r["pattern_level"]["hit"] for r in rows)},
             "by_template_status": {status: {"questions": len(part), "misses": sum(not r["hit"] for r in part)}
-                                   for status in sorted({r["template_status"] for r in rows})
-                                   for part in [[r for r in rows if r["template_status"] == status]]}}
+                                   for status in TEMPLATE_STATUSES
+                                   for part in [[r for r in rows if r["template_status"] == status]] if part}}
     return {k: v for k, v in result.items() if k != "rows"} | {
         "per_hop": per_hop, "misses": [r for r in result["rows"] if not r["hit"]]}
 
@@ -159,41 +152,30 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "| scorer | hops | questions | Hits@1 | hit | misses (hit) | stopped early | went on too far | "
              "other relations | gold walk cut at expansion | pattern-level reading Hits@1 / hit |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for res in results:
-        for hops in HOPS:
-            rows = [r for r in res["rows"] if r["hops"] == hops]
-            if not rows:
-                continue
-            misses = [r for r in rows if not r["hit"]]
-            kinds = Counter(r["miss"] for r in misses)
-            n = len(rows)
+    summaries = [compact(res) for res in results]
+    for res in summaries:
+        for hops, c in res["per_hop"].items():
+            n, kinds = c["questions"], c["misses_by_kind"]
             lines.append(
-                f"| {res['scorer']} | {hops} | {n:,} | {pct(sum(r['hits1'] for r in rows), n)} | "
-                f"{pct(sum(r['hit'] for r in rows), n)} | {len(misses)} | {kinds['stopped early']} | "
-                f"{kinds['went on too far']} | {kinds['other relations, same length']} | "
-                f"{sum(not r['gold_walk_survived'] for r in misses)} | "
-                f"{pct(sum(r['pattern_level']['hits1'] for r in rows), n)} / "
-                f"{pct(sum(r['pattern_level']['hit'] for r in rows), n)} |")
+                f"| {res['scorer']} | {hops} | {n:,} | {pct(c['hits1'], n)} | {pct(c['hit'], n)} | {n - c['hit']} | "
+                f"{kinds.get('stopped early', 0)} | {kinds.get('went on too far', 0)} | "
+                f"{kinds.get('other relations, same length', 0)} | {c['gold_walk_cut']} | "
+                f"{pct(c['pattern_level']['hits1'], n)} / {pct(c['pattern_level']['hit'], n)} |")
     lines += ["", "Misses by what the members did with the question's template (hit misses / questions, percent):", "",
-              "| scorer | hops | trained by every member | trained by some members | trained by no member |",
-              "|---|---|---|---|---|"]
-    for res in results:
-        for hops in sorted({r["hops"] for r in res["rows"]}):
-            cells = []
-            for status in ("trained by every member", "trained by some members", "trained by no member"):
-                rows = [r for r in res["rows"] if r["hops"] == hops and r["template_status"] == status]
-                misses = sum(not r["hit"] for r in rows)
-                cells.append(f"{misses} / {len(rows):,} ({pct(misses, len(rows))})" if rows else "-")
+              "| scorer | hops | " + " | ".join(TEMPLATE_STATUSES) + " |", "|---|---|---|---|---|"]
+    for res in summaries:
+        for hops, c in res["per_hop"].items():
+            cells = [f"{part['misses']} / {part['questions']:,} ({pct(part['misses'], part['questions'])})"
+                     if (part := c["by_template_status"].get(status)) else "-" for status in TEMPLATE_STATUSES]
             lines.append(f"| {res['scorer']} | {hops} | {' | '.join(cells)} |")
     lines += ["", "Every miss (hit = no answer in gold):", "",
               "| scorer | hops | template | template status | chosen pattern | gold chain | kind |",
               "|---|---|---|---|---|---|---|"]
-    for res in results:
-        for r in res["rows"]:
-            if not r["hit"]:
-                chosen = ",".join(r["chosen"]) if r["chosen"] else "-"
-                lines.append(f"| {res['scorer']} | {r['hops']} | {r['template']} | {r['template_status']} | "
-                             f"{chosen} | {','.join(r['gold'])} | {r['miss']} |")
+    for res in summaries:
+        for r in res["misses"]:
+            chosen = ",".join(r["chosen"]) if r["chosen"] else "-"
+            lines.append(f"| {res['scorer']} | {r['hops']} | {r['template']} | {r['template_status']} | "
+                         f"{chosen} | {','.join(r['gold'])} | {r['miss']} |")
     lines += ["", "Scorers: " + "; ".join(f"{res['scorer']} = `{res['path']}` (members: "
                                          f"{', '.join('`' + m + '`' for m in res['members'])})" for res in results)]
     return "\n".join(lines) + "\n"

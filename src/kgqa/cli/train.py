@@ -96,15 +96,10 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         raise ConfigError(f"--lr must be between 0 and 1, got {lr}")
     if not 0 <= validation_share < 0.5:
         raise ConfigError(f"--validation-share must be in [0, 0.5), got {validation_share}")
-    if validation_fold is not None:
-        from kgqa.steps.foresight.training import validation_folds
+    if validation_fold is not None:  # before any work, not at the split
+        from kgqa.steps.foresight.training import check_validation_fold
 
-        if validation_share <= 0:
-            raise ConfigError("--validation-fold needs a --validation-share above 0 (it sets the number of folds)")
-        folds = validation_folds(validation_share)
-        if not 0 <= validation_fold < folds:
-            raise ConfigError(f"--validation-fold must be in [0, {folds}) with --validation-share {validation_share} "
-                              f"({folds} folds), got {validation_fold}")
+        check_validation_fold(validation_fold, validation_share, name="--validation-fold")
     if not 0 <= word_dropout < 1:
         raise ConfigError(f"--word-dropout must be in [0, 1), got {word_dropout}")
     if composed_wordings:

@@ -304,26 +304,25 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
     def value(path: Path) -> float:
         return base(path) * (1.0 - continuation.get(path.end, 0.0))
 
-    scored = [(value(p), p) for p in paths if graph.node_entity[p.end] in allowed]
+    scored = [(value(p), p, pattern(p)) for p in paths if graph.node_entity[p.end] in allowed]
     if not scored:
         return []
     if continuation_rule == "pattern":
         walks: dict[tuple[tuple[str, bool], ...], list[Path]] = {}
-        for _, path in scored:
-            walks.setdefault(pattern(path), []).append(path)
+        for _, path, key in scored:
+            walks.setdefault(key, []).append(path)
 
         def pattern_value(key: tuple[tuple[str, bool], ...]) -> float:
             ends = [continuation.get(p.end, 0.0) for p in walks[key]]
             return max(base(p) for p in walks[key]) * (1.0 - sum(ends) / len(ends))
 
         best_pattern = max(walks, key=pattern_value)
-        best_value = max(v for v, p in scored if pattern(p) == best_pattern)
+        best_value = max(v for v, _, key in scored if key == best_pattern)
     else:
-        best_value, best_path = max(scored, key=lambda item: item[0])
-        best_pattern = pattern(best_path)
+        best_value, _, best_pattern = max(scored, key=lambda item: item[0])
     per_entity: dict[str, tuple[float, int, Path]] = {}
-    for value, path in scored:
-        if pattern(path) != best_pattern or value < ratio * best_value:
+    for value, path, key in scored:
+        if key != best_pattern or value < ratio * best_value:
             continue
         entity = graph.node_entity[path.end]
         held = per_entity.get(entity)

@@ -137,6 +137,11 @@ class ForesightScorer:
         self.encoder = str(meta.get("encoder", "minilm"))
         self.net.eval()
 
+    @property
+    def members(self) -> list[ForesightScorer]:
+        """The networks behind this scorer: itself (a :class:`ScorerEnsemble` lists its members)."""
+        return [self]
+
     @classmethod
     def load(cls, path: str | Path) -> ForesightScorer:
         torch = _torch()

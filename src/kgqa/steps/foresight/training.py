@@ -393,6 +393,18 @@ def validation_folds(share: float) -> int:
     return max(2, round(1 / share))
 
 
+def check_validation_fold(fold: int, share: float, *, name: str = "validation fold") -> int:
+    """The number of folds for ``share``; a ConfigError naming ``name`` when ``fold`` is not one of them."""
+    from kgqa.errors import ConfigError
+
+    if share <= 0:
+        raise ConfigError(f"{name} needs a validation share above 0 (it sets the number of folds)")
+    folds = validation_folds(share)
+    if not 0 <= fold < folds:
+        raise ConfigError(f"{name} must be in [0, {folds}) with validation share {share} ({folds} folds), got {fold}")
+    return folds
+
+
 def fold_of(key: str, folds: int) -> int:
     """The fixed fold of a template or question id: a hash of its text, the same in every process and for every
     seed (Python's ``hash`` of a str is salted per process)."""
@@ -413,10 +425,7 @@ def split_validation(questions: Sequence[TrainingQuestion], settings: TrainSetti
     if settings.validation_share <= 0 or len(order) < 2:
         return set(), order
     if settings.validation_fold is not None:
-        folds = validation_folds(settings.validation_share)
-        if not 0 <= settings.validation_fold < folds:
-            raise ConfigError(f"validation fold must be in [0, {folds}) for validation share "
-                              f"{settings.validation_share}, got {settings.validation_fold}")
+        folds = check_validation_fold(settings.validation_fold, settings.validation_share)
         key = question_template if settings.validation_by == "template" else (lambda q: q.source or q.text)
         val = {i for i in order if fold_of(key(questions[i]), folds) == settings.validation_fold}
         if not val or len(val) == len(order):
