@@ -1,5 +1,6 @@
-"""``kgqa train fog`` end to end on the packaged demo KG (hashing encoder, a tiny network): the word-dropout and
-template-validation settings reach the model directory, and a held-out template has no question in training."""
+"""``kgqa train fog`` end to end on the packaged demo KG (hashing encoder, a tiny network): the word-dropout,
+template-validation and propagation-weighting settings reach the model directory, and a held-out template has no
+question in training."""
 
 from __future__ import annotations
 
@@ -20,10 +21,15 @@ def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_mod
     code = main([
         "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
         "--epochs", "1", "--propagation-epochs", "1", "--propagation-questions", "20", "--word-dropout", "0.3",
-        "--validation-by", "template", "--validation-share", "0.2", "--out", str(out)])
+        "--validation-by", "template", "--validation-share", "0.2", "--propagation-weighting", "question",
+        "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["settings"]["word_dropout"] == 0.3 and config["settings"]["validation_by"] == "template"
+    assert config["settings"]["propagation_weighting"] == "question"
+    assert "expanded subgraphs (loss a mean over\n  questions)" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    history = json.loads((out / "history.json").read_text(encoding="utf-8"))
+    assert [row["epoch"] for row in history if row["phase"] == "propagation"] == [1]
     card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert "Word dropout: 0.3" in card and "every question of a held-out template" in card
     meta = json.loads((out / "scorer.json").read_text(encoding="utf-8"))

@@ -583,3 +583,24 @@ def test_validation_fold_out_of_range_is_a_clear_error() -> None:
                  for n in ("Alien", "Heat")]
     with pytest.raises(ConfigError, match=r"fold must be in \[0, 10\)"):
         split_validation(questions, TrainSettings(validation_share=0.1, validation_fold=10), random.Random(0))
+
+
+def test_question_weighting_counts_each_subgraph_once_however_many_edges_it_has() -> None:
+    from kgqa.steps.foresight.training import weighted_mean
+
+    # one hub-heavy subgraph of 99 edges the network gets wrong (loss 1), one small subgraph it gets right (loss 0)
+    per_edge = torch.tensor([1.0] * 99 + [0.0])
+    graph_of_edge = torch.tensor([0] * 99 + [1])
+    assert float(weighted_mean(torch, per_edge, graph_of_edge, 2, "edge")) == pytest.approx(0.99)
+    assert float(weighted_mean(torch, per_edge, graph_of_edge, 2, "question")) == pytest.approx(0.5)
+
+
+def test_an_unknown_propagation_weighting_is_a_clear_error_before_any_work() -> None:
+    from kgqa.errors import ConfigError
+    from kgqa.steps.foresight.scorer import LabelVectors
+    from kgqa.steps.foresight.training import TrainSettings, train_scorer
+    from kgqa.testing import offline_embedder, shared_movie_kg
+
+    kg = shared_movie_kg()
+    with pytest.raises(ConfigError, match="propagation_weighting must be 'edge' or 'question', got 'node'"):
+        train_scorer(kg, [], LabelVectors(kg, offline_embedder(64)), settings=TrainSettings(propagation_weighting="node"))

@@ -41,6 +41,9 @@ def train_group() -> None:
 @click.option("--propagation-epochs", type=int, default=5, show_default=True, help="Propagation epochs.")
 @click.option("--propagation-questions", type=int, default=3000, show_default=True,
               help="Questions whose expanded subgraphs train the propagation.")
+@click.option("--propagation-weighting", type=click.Choice(["edge", "question"]), default="edge", show_default=True,
+              help="Propagation loss and early stopping as a mean over edges, or over questions (each subgraph's mean "
+                   "edge loss, so hub-heavy subgraphs do not dominate; docs/fog.md).")
 @click.option("--batch-size", type=int, default=512, show_default=True)
 @click.option("--kappa", type=int, default=10, show_default=True, help="Negatives per positive triple.")
 @click.option("--stop-negatives", type=int, default=3, show_default=True,
@@ -67,7 +70,8 @@ def train_group() -> None:
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
-              epochs: int, propagation_epochs: int, propagation_questions: int, batch_size: int, kappa: int, stop_negatives: int,
+              epochs: int, propagation_epochs: int, propagation_questions: int, propagation_weighting: str,
+              batch_size: int, kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
               data_dir: str | None) -> None:
@@ -133,7 +137,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
                                  propagation_epochs=propagation_epochs,
-                                 propagation_questions=propagation_questions)
+                                 propagation_questions=propagation_questions,
+                                 propagation_weighting=propagation_weighting)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
                               progress=say, bar=sys.stderr.isatty())
@@ -345,7 +350,8 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},
   dropout 0.1, seed {s['seed']}; scorer epochs {s['epochs']}, propagation epochs {s['propagation_epochs']} on
-  {summary.get('propagation', {}).get('train_graphs')} expanded subgraphs
+  {summary.get('propagation', {}).get('train_graphs')} expanded subgraphs (loss a mean over
+  {'questions' if s.get('propagation_weighting') == 'question' else 'edges'})
 - Network: {training['net']}
 - Training time: {training['seconds']} s
 

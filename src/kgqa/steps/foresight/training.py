@@ -14,7 +14,9 @@ Two phases, both seeded:
 2. **Propagation** (``propagation_epochs``): for ``propagation_questions`` questions the expanded subgraph is built
    with the phase-1 scorer (tau_e), every edge labelled by the gold walk; the propagation layers and the scoring MLP
    learn to re-score every edge (the encoder frozen, its z_t computed once), the loss over both the re-scored and the
-   zero-state scores so expansion keeps its calibration.
+   zero-state scores so expansion keeps its calibration. ``propagation_weighting`` (kgqa's choice; the paper does not
+   say) averages that loss over edges, as the scorer phase does, or per question: each subgraph's mean edge loss,
+   then the mean over subgraphs, so the few hub-heavy subgraphs of a sample do not carry the loss and early stopping.
 
 A part of the questions (``validation_share``) is held out of both phases: the validation loss picks the best epoch
 (early stopping with ``patience``). ``validation_by="template"`` holds out whole question templates (the text with its
@@ -51,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction, KnowledgeGraph
 from kgqa.steps.foresight.graph import READING, Caps, ExpandedGraph, GraphReading, Triple, expand
 from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors, _torch
@@ -87,6 +90,10 @@ class TrainSettings:
     propagation_questions: int = 3000
     propagation_epochs: int = 5
     propagation_lr: float | None = None
+    #: how the propagation loss weighs edges: "edge" (every edge of a batch alike, so a hub-heavy subgraph of a few
+    #: thousand edges outweighs a hundred small ones) or "question" (each subgraph's mean edge loss, then the mean over
+    #: subgraphs: every question counts once, as in answering). Validation and early stopping weigh the same way.
+    propagation_weighting: str = "edge"
     graph_batch: int = 16
     tau_e: float = 0.02  # FoG's default, so propagation trains on the graphs it will run on
     hops: int = 3
@@ -260,6 +267,8 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     started = time.perf_counter()
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
+    if settings.propagation_weighting not in ("edge", "question"):
+        raise ConfigError(f"propagation_weighting must be 'edge' or 'question', got {settings.propagation_weighting!r}")
     val_ids, train_ids = split_validation(questions, settings, rng)
 
     # -- examples ----------------------------------------------------------------------------------------------------
@@ -280,8 +289,6 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             continue
         examples.extend(sample_examples(kg, questions[i], i, walk, settings, rng))
     if not examples:
-        from kgqa.errors import ConfigError
-
         raise ConfigError(f"no training question's gold chain reaches a gold answer on this KG ({unreached} of "
                           f"{len(questions)} tried): is it the KG the dataset is meant for?")
     train_ex = [e for e in examples if e.question not in val_ids]
@@ -395,8 +402,6 @@ def validation_folds(share: float) -> int:
 
 def check_validation_fold(fold: int, share: float, *, name: str = "validation fold") -> int:
     """The number of folds for ``share``; a ConfigError naming ``name`` when ``fold`` is not one of them."""
-    from kgqa.errors import ConfigError
-
     if share <= 0:
         raise ConfigError(f"{name} needs a validation share above 0 (it sets the number of folds)")
     folds = validation_folds(share)
@@ -416,8 +421,6 @@ def split_validation(questions: Sequence[TrainingQuestion], settings: TrainSetti
     """(validation ids, training ids): a seeded ``validation_share`` of the questions, or of their templates when
     ``validation_by`` is "template" (every question of a held-out template is held out). With ``validation_fold`` k,
     the questions (or templates) of fold k of :func:`validation_folds` fixed folds, whatever the seed."""
-    from kgqa.errors import ConfigError
-
     order = list(range(len(questions)))
     rng.shuffle(order)
     if settings.validation_by not in ("question", "template"):
@@ -518,6 +521,16 @@ class _Graph:
     nodes: int
 
 
+def weighted_mean(torch: Any, per_edge: Any, graph_of_edge: Any, graphs: int, weighting: str) -> Any:
+    """The mean of ``per_edge`` losses over edges (``weighting="edge"``) or over subgraphs (``"question"``: each
+    subgraph's mean edge loss, ``graph_of_edge`` giving each edge's subgraph in ``range(graphs)``)."""
+    if weighting == "edge":
+        return per_edge.mean()
+    sums = torch.zeros(graphs, dtype=per_edge.dtype).index_add(0, graph_of_edge, per_edge)
+    sizes = torch.zeros(graphs, dtype=per_edge.dtype).index_add(0, graph_of_edge, torch.ones_like(per_edge))
+    return (sums / sizes.clamp(min=1)).mean()
+
+
 def _labelled_graph(torch: Any, kg: KnowledgeGraph, question: TrainingQuestion, walk: GoldWalk, labels: LabelVectors,
                     scorer: ForesightScorer, settings: TrainSettings) -> _Graph | None:
     qv = scorer.questions(labels, [question.text])
@@ -567,12 +580,16 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
     optimiser = torch.optim.AdamW(trainable, lr=settings.propagation_lr or settings.lr, betas=settings.betas,
                                   weight_decay=settings.weight_decay)
 
+    by_question = settings.propagation_weighting == "question"
+
     def batch_loss(batch: list[_Graph]) -> tuple[Any, Any, Any]:
-        offset, parts = 0, {k: [] for k in ("z", "near", "far", "depth", "heads", "tails", "labels")}
-        for g in batch:
+        """The batch's loss (a mean over edges or over subgraphs, ``propagation_weighting``), logits and labels."""
+        offset, parts = 0, {k: [] for k in ("z", "near", "far", "depth", "heads", "tails", "labels", "graph")}
+        for k, g in enumerate(batch):
             parts["z"].append(g.z)
             parts["depth"].append(g.depth)
             parts["labels"].append(g.labels)
+            parts["graph"].append(torch.full((int(g.labels.shape[0]),), k, dtype=torch.long))
             for key in ("near", "far", "heads", "tails"):
                 parts[key].append(getattr(g, key) + offset)
             offset += g.nodes
@@ -580,19 +597,24 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         h = net.propagate(cat["z"], cat["near"], cat["far"], cat["depth"], offset)
         logits = net.rescore(cat["z"], cat["heads"], cat["tails"], h)
         initial = net.score(cat["z"])
-        loss = _bce(torch, logits, cat["labels"]) + _bce(torch, initial, cat["labels"])
-        return loss, logits, cat["labels"]
+        per_edge = (torch.nn.functional.binary_cross_entropy_with_logits(logits, cat["labels"], reduction="none")
+                    + torch.nn.functional.binary_cross_entropy_with_logits(initial, cat["labels"], reduction="none"))
+        return weighted_mean(torch, per_edge, cat["graph"], len(batch), settings.propagation_weighting), logits, \
+            cat["labels"]
 
     def evaluate(graph_list: list[_Graph]) -> dict[str, float]:
         net.eval()
-        total, n, right = 0.0, 0, 0
+        total, weight, n, right = 0.0, 0, 0, 0
         with torch.no_grad():
             for lo in range(0, len(graph_list), settings.graph_batch):
-                loss, logits, y = batch_loss(graph_list[lo:lo + settings.graph_batch])
-                total += float(loss) * len(y)
+                batch = graph_list[lo:lo + settings.graph_batch]
+                loss, logits, y = batch_loss(batch)
+                share = len(batch) if by_question else len(y)  # the unit the loss averages over
+                total += float(loss) * share
+                weight += share
                 n += len(y)
                 right += int(((logits > 0).float() == y).sum())
-        return {"loss": total / max(n, 1), "accuracy": right / max(n, 1)}
+        return {"loss": total / max(weight, 1), "accuracy": right / max(n, 1)}
 
     before = evaluate(val_graphs) if val_graphs else {}
     best = _BestEpoch(net, settings.patience, before.get("loss", math.inf))
@@ -608,8 +630,9 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            total += float(loss.detach()) * len(y)
-            n += len(y)
+            share = len(batch) if by_question else len(y)
+            total += float(loss.detach()) * share
+            n += share
         val_m = evaluate(val_graphs) if val_graphs else {"loss": math.nan, "accuracy": math.nan}
         row = {"phase": "propagation", "epoch": epoch, "train_loss": total / max(n, 1), "val_loss": val_m["loss"],
                "val_accuracy": val_m["accuracy"], "seconds": time.perf_counter() - t0}
