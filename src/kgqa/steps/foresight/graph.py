@@ -354,7 +354,7 @@ class GraphReading:
     combine: Literal["product", "min", "min_last"] = "min_last"
     simple: bool = False
     by_support: bool = True
-    continuation: Literal["path", "pattern"] = "path"
+    continuation: Literal["path", "pattern"] = "pattern"
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True) -> ExpandedGraph:
