@@ -11,7 +11,9 @@ lists their training questions; the held-out ones count as trained on) and tabul
 * for each miss, the answer pattern read against the gold chain (stopped early, went on too far, another relation of
   the same length) and whether any walk of the gold chain to a gold answer survived expansion;
 * the answers read with ``continuation="pattern"`` (FoG's ``continuation`` setting: the answer pattern chosen by the
-  mean continuation over its walks' ends instead of walk by walk) beside FoG's default reading, on the same subgraphs.
+  mean continuation over its walks' ends, FoG's default since 78961b1) beside ``continuation="path"`` (walk by walk,
+  the default before), on the same subgraphs. Every other column reads walk by walk, so reports from before and after
+  that change line up.
 
     python benchmarks/fog_dev_misses.py --kg /tmp/kgs/metaqa --data-dir ../shared/data \\
         --scorer recipe=models/fog-metaqa [--per-hop N]
@@ -65,6 +67,7 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.steps.foresight.training import question_template
 
+    per_walk = replace(READING, continuation="path")  # the misses' columns, as before 78961b1
     by_pattern = replace(READING, continuation="pattern")
     scorer = load_scorer(path)
     members = scorer.members  # each member's scorer.json lists what it trained on and held out
@@ -88,9 +91,9 @@ def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: A
             return set(presentable(kg, ids))
 
         for q in pool:
-            graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
+            graph = per_walk.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
             scorer.propagate(graph)
-            ranked, _ = READING.rank(graph, answerable=answerable)
+            ranked, _ = per_walk.rank(graph, answerable=answerable)
             names = [a.entity for a in ranked]
             gold = tuple((h.relation, h.direction is Direction.IN) for h in q.chain)
             paths = simple_paths(graph, list(range(len(graph))), combine="min", simple=False)
@@ -145,7 +148,9 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [f"# FoG graph mode on unseen MetaQA dev questions: where it misses ({meta['date']}, commit "
              f"{meta['commit']})", "",
              f"Command: `python benchmarks/fog_dev_misses.py {shlex.join(meta['argv'])}`. Questions: every MetaQA dev "
-             "question (or a seeded sample) that no member of the scorer trained on or held out.",
+             "question (or a seeded sample) that no member of the scorer trained on or held out. Every column reads the "
+             "answers walk by walk (`continuation=path`) but the last, which reads them pattern by pattern "
+             "(`continuation=pattern`, FoG's default since 78961b1).",
              *[f"Scorers {', '.join(i['scorers'])} from "
                f"`{i['file']}` ({i['date']}, commit {i['commit']}, `python benchmarks/fog_dev_misses.py "
                f"{shlex.join(i['argv'])}`)." for i in meta.get("included", [])], "",
