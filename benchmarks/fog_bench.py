@@ -941,7 +941,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data",
                         help="benchmark data directory holding metaqa/{1,2,3}-hop (default ../shared/data)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run (default all: {','.join(SECTIONS)})")
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads (default: what kgqa runs with, KGQA_EMBED_THREADS or half the "
+                             "cores, 1 to 4: the embedder sets it process-wide when FoG loads)")
     parser.add_argument("--omp-wait-policy", choices=["passive", "default"], default="passive",
                         help="passive (default): OMP_WAIT_POLICY=PASSIVE, set before torch loads, so idle OpenMP "
                              "workers sleep instead of spinning (on a busy 2-core machine spinning made 2 threads ~7x "
@@ -989,6 +991,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.scorer is None:
         args.scorer = scorer_default()
+    if args.threads is None:
+        from kgqa.llm.settings import default_threads
+
+        args.threads = default_threads(None, key="embed_threads")
 
     if args.omp_wait_policy == "passive":
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read once, when torch's OpenMP runtime loads
