@@ -85,6 +85,7 @@ def test_asking_through_the_form_shows_the_answer_and_draws_the_graph(browser: A
 def test_a_runs_question_page_shows_verdicts_and_the_evidence_graph(browser: Any, server: Any, token: str,
                                                                    tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     open_page(browser, f"{server.url}/#token={token}")
     wait_for(browser, "#method option", 5)
@@ -95,7 +96,10 @@ def test_a_runs_question_page_shows_verdicts_and_the_evidence_graph(browser: Any
     links[0].click()
     wait_for(browser, "#questions-table tbody tr", 12)
     browser.find_element(By.CSS_SELECTOR, ".tabs a[href$='filter=failed']").click()
-    rows = wait_for(browser, "#questions-table tbody tr.v-failed")
+    # the unfiltered table already holds the failed row: wait for the filtered table, where every row is a failure
+    WebDriverWait(browser, WAIT_S).until(lambda d: (rows := d.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr"))
+                                         and all("v-failed" in r.get_attribute("class").split() for r in rows))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr.v-failed")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr")) == len(rows) == 1
     shoot(browser, tmp_path / "run.png")
     browser.execute_script("location.hash = '#/runs/ccor-demo/q/demo-001'")
