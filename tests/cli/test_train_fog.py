@@ -27,10 +27,10 @@ def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_mod
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["settings"]["word_dropout"] == 0.3 and config["settings"]["validation_by"] == "template"
     assert config["settings"]["propagation_weighting"] == "question"
-    assert "expanded subgraphs (loss a mean over\n  questions)" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     assert [row["epoch"] for row in history if row["phase"] == "propagation"] == [1]
     card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "expanded subgraphs (loss a mean over\n  questions)" in card
     assert "Word dropout: 0.3" in card and "every question of a held-out template" in card
     meta = json.loads((out / "scorer.json").read_text(encoding="utf-8"))
     held, trained = set(meta["validation_questions"]), set(meta["training_questions"])

@@ -41,6 +41,7 @@ def train_group() -> None:
 @click.option("--propagation-epochs", type=int, default=5, show_default=True, help="Propagation epochs.")
 @click.option("--propagation-questions", type=int, default=3000, show_default=True,
               help="Questions whose expanded subgraphs train the propagation.")
+# the choices are training.PROPAGATION_WEIGHTINGS, written out so the CLI starts without importing the trainer
 @click.option("--propagation-weighting", type=click.Choice(["edge", "question"]), default="edge", show_default=True,
               help="Propagation loss and early stopping as a mean over edges, or over questions (each subgraph's mean "
                    "edge loss, so hub-heavy subgraphs do not dominate; docs/fog.md).")

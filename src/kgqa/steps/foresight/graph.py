@@ -313,8 +313,8 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
             walks.setdefault(key, []).append(path)
 
         def pattern_value(key: tuple[tuple[str, bool], ...]) -> float:
-            ends = [continuation.get(p.end, 0.0) for p in walks[key]]
-            return max(base(p) for p in walks[key]) * (1.0 - sum(ends) / len(ends))
+            onward = [continuation.get(p.end, 0.0) for p in walks[key]]
+            return max(base(p) for p in walks[key]) * (1.0 - sum(onward) / len(onward))
 
         best_pattern = max(walks, key=pattern_value)
         best_value = max(v for v, _, key in scored if key == best_pattern)

@@ -73,6 +73,10 @@ class TrainingQuestion:
     mentions: tuple[str, ...] = ()  # the topics' surface forms in ``text`` (kept by word dropout, abstracted in templates)
 
 
+#: how the propagation loss averages (TrainSettings.propagation_weighting, ``--propagation-weighting``)
+PROPAGATION_WEIGHTINGS = ("edge", "question")
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     lr: float = 1e-5
@@ -93,7 +97,7 @@ class TrainSettings:
     #: how the propagation loss weighs edges: "edge" (every edge of a batch alike, so a hub-heavy subgraph of a few
     #: thousand edges outweighs a hundred small ones) or "question" (each subgraph's mean edge loss, then the mean over
     #: subgraphs: every question counts once, as in answering). Validation and early stopping weigh the same way.
-    propagation_weighting: str = "edge"
+    propagation_weighting: str = "edge"  # one of PROPAGATION_WEIGHTINGS
     graph_batch: int = 16
     tau_e: float = 0.02  # FoG's default, so propagation trains on the graphs it will run on
     hops: int = 3
@@ -267,7 +271,7 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     started = time.perf_counter()
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
-    if settings.propagation_weighting not in ("edge", "question"):
+    if settings.propagation_weighting not in PROPAGATION_WEIGHTINGS:
         raise ConfigError(f"propagation_weighting must be 'edge' or 'question', got {settings.propagation_weighting!r}")
     val_ids, train_ids = split_validation(questions, settings, rng)
 
@@ -580,10 +584,9 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
     optimiser = torch.optim.AdamW(trainable, lr=settings.propagation_lr or settings.lr, betas=settings.betas,
                                   weight_decay=settings.weight_decay)
 
-    by_question = settings.propagation_weighting == "question"
-
-    def batch_loss(batch: list[_Graph]) -> tuple[Any, Any, Any]:
-        """The batch's loss (a mean over edges or over subgraphs, ``propagation_weighting``), logits and labels."""
+    def batch_loss(batch: list[_Graph]) -> tuple[Any, Any, Any, int]:
+        """The batch's loss (a mean over edges or over subgraphs, ``propagation_weighting``), logits, labels and the
+        number of units the loss is a mean over (edges or subgraphs), to weigh it in an epoch's mean."""
         offset, parts = 0, {k: [] for k in ("z", "near", "far", "depth", "heads", "tails", "labels", "graph")}
         for k, g in enumerate(batch):
             parts["z"].append(g.z)
@@ -599,19 +602,18 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         initial = net.score(cat["z"])
         per_edge = (torch.nn.functional.binary_cross_entropy_with_logits(logits, cat["labels"], reduction="none")
                     + torch.nn.functional.binary_cross_entropy_with_logits(initial, cat["labels"], reduction="none"))
-        return weighted_mean(torch, per_edge, cat["graph"], len(batch), settings.propagation_weighting), logits, \
-            cat["labels"]
+        loss = weighted_mean(torch, per_edge, cat["graph"], len(batch), settings.propagation_weighting)
+        units = len(batch) if settings.propagation_weighting == "question" else len(per_edge)
+        return loss, logits, cat["labels"], units
 
     def evaluate(graph_list: list[_Graph]) -> dict[str, float]:
         net.eval()
         total, weight, n, right = 0.0, 0, 0, 0
         with torch.no_grad():
             for lo in range(0, len(graph_list), settings.graph_batch):
-                batch = graph_list[lo:lo + settings.graph_batch]
-                loss, logits, y = batch_loss(batch)
-                share = len(batch) if by_question else len(y)  # the unit the loss averages over
-                total += float(loss) * share
-                weight += share
+                loss, logits, y, units = batch_loss(graph_list[lo:lo + settings.graph_batch])
+                total += float(loss) * units
+                weight += units
                 n += len(y)
                 right += int(((logits > 0).float() == y).sum())
         return {"loss": total / max(weight, 1), "accuracy": right / max(n, 1)}
@@ -626,13 +628,12 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         total, n = 0.0, 0
         for lo in range(0, len(order), settings.graph_batch):
             batch = [train_graphs[i] for i in order[lo:lo + settings.graph_batch]]
-            loss, _, y = batch_loss(batch)
+            loss, _, _, units = batch_loss(batch)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            share = len(batch) if by_question else len(y)
-            total += float(loss.detach()) * share
-            n += share
+            total += float(loss.detach()) * units
+            n += units
         val_m = evaluate(val_graphs) if val_graphs else {"loss": math.nan, "accuracy": math.nan}
         row = {"phase": "propagation", "epoch": epoch, "train_loss": total / max(n, 1), "val_loss": val_m["loss"],
                "val_accuracy": val_m["accuracy"], "seconds": time.perf_counter() - t0}
