@@ -27,7 +27,8 @@ def train_group() -> None:
 
 
 @train_group.command("fog")
-@click.option("--dataset", "datasets", multiple=True, required=True, help="Training dataset (repeatable).")
+@click.option("--dataset", "datasets", multiple=True, help="Training dataset (repeatable; required unless "
+                                                             "--reuse-scorer-phase gives them).")
 @click.option("--split", default="dev", show_default=True, help="Split to train on (MetaQA's train split is not "
                                                                 "in the data directory: dev is the protocol here).")
 @click.option("--kg", "kg_spec", default=None, help="The KG (an embedded directory, a SPARQL URL, demo); default: "
@@ -41,6 +42,8 @@ def train_group() -> None:
 @click.option("--propagation-epochs", type=int, default=5, show_default=True, help="Propagation epochs.")
 @click.option("--propagation-questions", type=int, default=3000, show_default=True,
               help="Questions whose expanded subgraphs train the propagation.")
+@click.option("--propagation-lr", type=float, default=None, help="AdamW learning rate of the propagation phase "
+                                                                 "(default: --lr).")
 # the choices are training.PROPAGATION_WEIGHTINGS, written out so the CLI starts without importing the trainer
 @click.option("--propagation-weighting", type=click.Choice(["edge", "question"]), default="edge", show_default=True,
               help="Propagation loss and early stopping as a mean over edges, or over questions (each subgraph's mean "
@@ -70,12 +73,16 @@ def train_group() -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
+@click.option("--reuse-scorer-phase", "reuse_from", default=None, type=click.Path(file_okay=False), metavar="MODELDIR",
+              help="Train the propagation phase alone, from where MODELDIR's scorer phase ended (its "
+                   "scorer-phase.pt): the datasets, limit, seed, encoder and scorer settings are MODELDIR's, the "
+                   "propagation options this command's; --kg defaults to MODELDIR's KG (docs/fog.md).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
-              epochs: int, propagation_epochs: int, propagation_questions: int, propagation_weighting: str,
-              batch_size: int, kappa: int, stop_negatives: int,
+              epochs: int, propagation_epochs: int, propagation_questions: int, propagation_lr: float | None,
+              propagation_weighting: str, batch_size: int, kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
-              data_dir: str | None) -> None:
+              data_dir: str | None, reuse_from: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -85,9 +92,23 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     _torch()  # a clear error when torch is missing, before anything imports it
     from kgqa.steps.foresight.model import NetSpec
     from kgqa.steps.foresight.scorer import LabelVectors
-    from kgqa.steps.foresight.training import TrainSettings, train_scorer, validate_answers
+    from kgqa.steps.foresight.training import ScorerPhase, TrainSettings, train_scorer, validate_answers
     from kgqa.text import load_embedder
 
+    scorer_phase, reused = None, None
+    if reuse_from:
+        options = {"datasets": datasets, "split": split, "encoder": encoder, "lr": lr, "epochs": epochs,
+                   "batch_size": batch_size, "kappa": kappa, "stop_negatives": stop_negatives, "hidden": hidden,
+                   "limit": limit, "validation_share": validation_share, "validation_by": validation_by,
+                   "validation_fold": validation_fold, "word_dropout": word_dropout,
+                   "composed_wordings": composed_wordings, "seed": seed}
+        reused = _reused_scorer_phase(Path(reuse_from).expanduser(), options, click.get_current_context())
+        (datasets, split, encoder, lr, epochs, batch_size, kappa, stop_negatives, hidden, limit, validation_share,
+         validation_by, validation_fold, word_dropout, composed_wordings, seed) = reused["options"].values()
+        kg_spec = kg_spec or reused["kg"]
+        scorer_phase = ScorerPhase.load(reuse_from)
+    elif not datasets:
+        raise ConfigError("give --dataset (repeatable), or --reuse-scorer-phase MODELDIR to train on its datasets")
     for name, value, low in (("--epochs", epochs, 1), ("--batch-size", batch_size, 1), ("--kappa", kappa, 1),
                              ("--hidden", hidden, 8), ("--propagation-epochs", propagation_epochs, 0),
                              ("--propagation-questions", propagation_questions, 0), ("--stop-negatives", stop_negatives, 0)):
@@ -97,8 +118,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         raise ConfigError(f"--hidden must be a multiple of 4 (the network's attention heads), got {hidden}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
-    if not 0 < lr < 1:
-        raise ConfigError(f"--lr must be between 0 and 1, got {lr}")
+    for name, rate in (("--lr", lr), ("--propagation-lr", propagation_lr)):
+        if rate is not None and not 0 < rate < 1:
+            raise ConfigError(f"{name} must be between 0 and 1, got {rate}")
     if not 0 <= validation_share < 0.5:
         raise ConfigError(f"--validation-share must be in [0, 0.5), got {validation_share}")
     if validation_fold is not None:  # before any work, not at the split
@@ -138,11 +160,11 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
                                  propagation_epochs=propagation_epochs,
-                                 propagation_questions=propagation_questions,
+                                 propagation_questions=propagation_questions, propagation_lr=propagation_lr,
                                  propagation_weighting=propagation_weighting)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
-                              progress=say, bar=sys.stderr.isatty())
+                              progress=say, bar=sys.stderr.isatty(), scorer_phase=scorer_phase)
         say("answering the validation questions in graph mode")
         validation = validate_answers(kg, result.scorer, labels, result.summary["validation_ids"], data.questions)
         say(f"validation (graph mode, {validation['questions']} questions): hit {validation['hit']:.1f}, "
@@ -150,14 +172,18 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     finally:
         kg.close()
     command = "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "kgqa train fog"
-    training = {"command": command, "datasets": list(datasets), "split": split, "kg": spec, "encoder": encoder,
-                "settings": settings.to_dict(), "net": net.to_dict(), "data": data.describe(),
-                "kgqa_commit": _commit(), "seconds": round(time.perf_counter() - started, 1)}
+    training = {"command": command, "datasets": list(datasets), "split": split, "limit": limit, "kg": spec,
+                "encoder": encoder, "settings": settings.to_dict(), "net": net.to_dict(), "data": data.describe(),
+                "kgqa_commit": _commit(), "seconds": round(time.perf_counter() - started, 1),
+                "scorer_phase_from": reused and {"model": reused["model"], "command": reused["command"],
+                                                 "kgqa_commit": reused["kgqa_commit"]}}
     held_out = [data.questions[i].source for i in result.summary.pop("validation_ids", [])]
     out.mkdir(parents=True, exist_ok=True)
     result.scorer.save(out, {"trained_on": training, "history": result.history, "summary": result.summary,
                              "validation": validation, "validation_questions": held_out,
                              "training_questions": [q.source for q in data.questions]})
+    if result.scorer_phase is not None:
+        result.scorer_phase.save(out)
     (out / "config.json").write_text(json.dumps(training, indent=2) + "\n", encoding="utf-8")
     (out / "history.json").write_text(json.dumps(result.history, indent=2) + "\n", encoding="utf-8")
     plotted = _plot(result.history, out / "loss.png")
@@ -294,6 +320,30 @@ def train_srp(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     click.echo(f"wrote {out} ({seconds:.0f} s); use it with --method srp --method-config references={out}")
 
 
+def _reused_scorer_phase(source: Path, options: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
+    """The scorer-phase options of the model in ``source`` (in the order of ``options``), its KG and provenance; an
+    option given on this command line with another value is an error, as the reused phase was trained with its own."""
+    try:
+        recorded = json.loads((source / "config.json").read_text(encoding="utf-8"))
+        settings = recorded["settings"]
+        values = {"datasets": tuple(recorded["datasets"]), "split": recorded["split"], "encoder": recorded["encoder"],
+                  "hidden": recorded["net"]["hidden"], "limit": recorded["limit"]}
+        values |= {name: settings[name] for name in options if name not in values}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"--reuse-scorer-phase {source}: its config.json cannot be read ({type(exc).__name__}: "
+                          f"{exc}); only a directory written by `kgqa train fog` can be reused") from None
+    from click.core import ParameterSource
+
+    for name, value in options.items():
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE and value != values[name]:
+            flag = "--dataset" if name == "datasets" else "--" + name.replace("_", "-")
+            shown = " ".join(value) if name == "datasets" else value
+            raise ConfigError(f"{flag} {shown}: the reused scorer phase ({source}) was trained with "
+                              f"{values[name]!r}; leave the option out (a reused phase keeps its own settings)")
+    return {"options": {name: values[name] for name in options}, "kg": recorded.get("kg"), "model": str(source),
+            "command": recorded.get("command"), "kgqa_commit": recorded.get("kgqa_commit")}
+
+
 def _commit() -> str | None:
     from kgqa.provenance import source_commit
 
@@ -331,6 +381,9 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
     rows = "\n".join(f"| {r['phase']} | {r['epoch']} | {r['train_loss']:.4f} | {r['val_loss']:.4f} | "
                      f"{r['val_accuracy']:.4f} | {r['seconds']:.0f} |" for r in history)
     s = training["settings"]
+    source = training.get("scorer_phase_from")
+    reuse = (f"\n- Scorer phase reused from `{source['model']}` (`{source['command']}`, kgqa {source['kgqa_commit']}); "
+             "only the propagation phase trained here" if source else "")
     held_note = ": every question of a held-out template" if s.get("validation_by") == "template" else ""
     if s.get("validation_fold") is not None:
         from kgqa.steps.foresight.training import validation_folds
@@ -352,7 +405,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},
   dropout 0.1, seed {s['seed']}; scorer epochs {s['epochs']}, propagation epochs {s['propagation_epochs']} on
   {summary.get('propagation', {}).get('train_graphs')} expanded subgraphs (loss a mean over
-  {'questions' if s.get('propagation_weighting') == 'question' else 'edges'})
+  {'questions' if s.get('propagation_weighting') == 'question' else 'edges'}; lr {s.get('propagation_lr') or s['lr']}){reuse}
 - Network: {training['net']}
 - Training time: {training['seconds']} s
 

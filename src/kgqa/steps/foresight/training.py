@@ -44,11 +44,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import pickle
 import random
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -231,6 +233,50 @@ class TrainResult:
     scorer: ForesightScorer
     history: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    #: where phase 1 ended (trained here or reused), saved beside the weights so it can be reused again
+    scorer_phase: ScorerPhase | None = None
+
+
+#: the file in a model directory holding its :class:`ScorerPhase`
+SCORER_PHASE_FILE = "scorer-phase.pt"
+
+
+@dataclass
+class ScorerPhase:
+    """Where phase 1 ended: the network's state, the states of both random generators, the validation split, and the
+    phase's history and summary. ``train_scorer(scorer_phase=...)`` resumes from it and trains the propagation phase
+    alone (a few minutes on MetaQA instead of the scorer phase's twenty); with the run's own propagation settings it
+    repeats that run's propagation exactly."""
+
+    net_state: dict[str, Any]
+    python_rng: Any
+    torch_rng: Any
+    validation_ids: list[int]
+    questions: int
+    history: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    def save(self, directory: str | Path) -> Path:
+        torch = _torch()
+        path = Path(directory) / SCORER_PHASE_FILE
+        torch.save({"version": 1, **asdict(self)}, path)
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> ScorerPhase:
+        torch = _torch()
+        path = Path(directory).expanduser() / SCORER_PHASE_FILE
+        if not path.is_file():
+            raise ConfigError(f"{directory}: no {SCORER_PHASE_FILE} (only models trained by `kgqa train fog` since "
+                              "it saves the scorer phase have one)")
+        try:
+            # weights_only: tensors and plain containers only, nothing a file could make run
+            data = torch.load(path, map_location="cpu", weights_only=True)
+            data.pop("version")
+            return cls(**data)
+        except (OSError, EOFError, KeyError, TypeError, ValueError, RuntimeError, AttributeError,
+                pickle.UnpicklingError) as exc:
+            raise ConfigError(f"{path}: cannot be loaded ({type(exc).__name__}: {exc})") from None
 
 
 class _BestEpoch:
@@ -262,8 +308,13 @@ def _bce(torch: Any, logits: Any, labels: Any) -> Any:
 
 def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labels: LabelVectors, *,
                  settings: TrainSettings = TrainSettings(), net_spec: Any = None, encoder: str = "minilm",
-                 progress: Progress | None = None, bar: bool = False) -> TrainResult:
-    """Train a foresight scorer on ``questions`` over ``kg`` (see the module docstring)."""
+                 progress: Progress | None = None, bar: bool = False,
+                 scorer_phase: ScorerPhase | None = None) -> TrainResult:
+    """Train a foresight scorer on ``questions`` over ``kg`` (see the module docstring).
+
+    With ``scorer_phase`` (a :class:`ScorerPhase` an earlier run saved) phase 1 is not trained again: the network, the
+    random generators and the history resume where that run's phase 1 ended, and only the propagation phase trains,
+    with this call's propagation settings. The questions and the scorer-phase settings must be that run's."""
     torch = _torch()
     from kgqa.steps.foresight.model import ForesightNet, NetSpec
 
@@ -274,6 +325,47 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     if settings.propagation_weighting not in PROPAGATION_WEIGHTINGS:
         raise ConfigError(f"propagation_weighting must be 'edge' or 'question', got {settings.propagation_weighting!r}")
     val_ids, train_ids = split_validation(questions, settings, rng)
+    spec = net_spec or NetSpec(input_dim=labels.dim)
+
+    if scorer_phase is None:
+        phase, walks, net = _train_scorer_phase(kg, questions, labels, settings, spec, val_ids, rng, say, bar)
+    else:
+        if scorer_phase.validation_ids != sorted(val_ids) or scorer_phase.questions != len(questions):
+            raise ConfigError("the reused scorer phase was trained on other questions or another validation split "
+                              f"({scorer_phase.questions} questions, {len(scorer_phase.validation_ids)} held out; now "
+                              f"{len(questions)}, {len(val_ids)}): reuse it with its own datasets, limit and seed")
+        phase = scorer_phase
+        say(f"scorer phase reused ({len(phase.history)} epochs, best validation loss "
+            f"{phase.summary.get('best_scorer_val_loss', math.nan):.4f}); gold walks for {len(questions)} questions")
+        walks = {i: gold_walk(kg, q) for i, q in enumerate(questions)}
+        net = ForesightNet(spec)
+        try:
+            net.load_state_dict(phase.net_state)
+        except RuntimeError as exc:
+            raise ConfigError(f"the reused scorer phase does not fit this network ({exc})") from None
+        rng.setstate(phase.python_rng)
+        torch.set_rng_state(phase.torch_rng)
+    history = [dict(row) for row in phase.history]
+    scorer = ForesightScorer(net, {"encoder": encoder, "settings": settings.to_dict()})
+
+    # -- phase 2: propagation ----------------------------------------------------------------------------------------
+    prop_summary: dict[str, Any] = {}
+    if settings.propagation_epochs > 0 and spec.propagation_layers > 0 and settings.propagation_questions > 0:
+        prop_summary = _train_propagation(torch, kg, questions, walks, labels, scorer, train_ids, sorted(val_ids),
+                                          settings, history, say, bar, rng)
+    net.eval()
+    summary = {"questions": len(questions), "validation_questions": len(val_ids), **phase.summary,
+               "propagation": prop_summary, "seconds": time.perf_counter() - started,
+               "validation_ids": sorted(val_ids)}
+    return TrainResult(scorer, history, summary, phase)
+
+
+def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labels: LabelVectors,
+                        settings: TrainSettings, spec: Any, val_ids: set[int], rng: random.Random, say: Progress,
+                        bar: bool) -> tuple[ScorerPhase, dict[int, GoldWalk], Any]:
+    """Phase 1 (gold walks, sampled triples, the scorer's epochs): its :class:`ScorerPhase`, the walks and the net."""
+    torch = _torch()
+    from kgqa.steps.foresight.model import ForesightNet
 
     # -- examples ----------------------------------------------------------------------------------------------------
     say(f"gold walks and sampled triples for {len(questions)} questions")
@@ -317,7 +409,6 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     q_pad = torch.from_numpy(q_mask).unsqueeze(1)
     tensors = {name: _example_tensors(torch, labels, ex) for name, ex in (("train", train_ex), ("val", val_ex))}
 
-    spec = net_spec or NetSpec(input_dim=labels.dim)
     net = ForesightNet(spec)
     optimiser = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=settings.betas,
                                   weight_decay=settings.weight_decay)
@@ -373,21 +464,12 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
             say(f"early stop after epoch {epoch}")
             break
     best_val = best.restore()
-    meta = {"encoder": encoder, "settings": settings.to_dict()}
-    scorer = ForesightScorer(net, meta)
-
-    # -- phase 2: propagation ----------------------------------------------------------------------------------------
-    prop_summary: dict[str, Any] = {}
-    if settings.propagation_epochs > 0 and spec.propagation_layers > 0 and settings.propagation_questions > 0:
-        prop_summary = _train_propagation(torch, kg, questions, walks, labels, scorer, train_ids, sorted(val_ids),
-                                          settings, history, say, bar, rng)
-    net.eval()
-    summary = {"questions": len(questions), "validation_questions": len(val_ids), "unreached": unreached,
-               "train_triples": len(train_ex), "validation_triples": len(val_ex),
-               "positives": int(sum(e.label for e in examples)), "best_scorer_val_loss": best_val,
-               "propagation": prop_summary, "seconds": time.perf_counter() - started,
-               "validation_ids": sorted(val_ids)}
-    return TrainResult(scorer, history, summary)
+    summary = {"unreached": unreached, "train_triples": len(train_ex), "validation_triples": len(val_ex),
+               "positives": int(sum(e.label for e in examples)), "best_scorer_val_loss": best_val}
+    # the generators' states at this point are what the propagation phase starts from, here or when reused
+    phase = ScorerPhase(copy.deepcopy(net.state_dict()), rng.getstate(), torch.get_rng_state(), sorted(val_ids),
+                        len(questions), history, summary)
+    return phase, walks, net
 
 
 def question_template(question: TrainingQuestion) -> str:
