@@ -30,7 +30,7 @@ def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_mod
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     assert [row["epoch"] for row in history if row["phase"] == "propagation"] == [1]
     card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
-    assert "expanded subgraphs (loss a mean over\n  questions)" in card
+    assert "expanded subgraphs (loss a mean over\n  questions; lr 0.001)" in card
     assert "Word dropout: 0.3" in card and "every question of a held-out template" in card
     meta = json.loads((out / "scorer.json").read_text(encoding="utf-8"))
     held, trained = set(meta["validation_questions"]), set(meta["training_questions"])
@@ -99,3 +99,96 @@ def test_an_unknown_composed_wordings_table_is_a_one_line_error(tmp_path: Path,
                  "nosuch", "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err
     assert code == 2 and "composed wordings 'nosuch': not a packaged table (metaqa)" in err and "Traceback" not in err
+
+
+_DEMO_TRAINING = ["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash",
+                  "--hidden", "16", "--epochs", "1", "--propagation-epochs", "1", "--propagation-questions", "20",
+                  "--validation-by", "template", "--validation-share", "0.2"]
+_PROPAGATION_PARAMETERS = ("message", "attend", "phi", "head")  # what the propagation phase trains
+
+
+def _weights(directory: Path) -> dict[str, object]:
+    import torch
+
+    return torch.load(directory / "weights.pt", map_location="cpu", weights_only=True)
+
+
+def _losses(directory: Path, phase: str) -> list[tuple[float, float]]:
+    history = json.loads((directory / "history.json").read_text(encoding="utf-8"))
+    return [(row["train_loss"], row["val_loss"]) for row in history if row["phase"] == phase]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reuse") / "source"
+    assert main([*_DEMO_TRAINING, "--out", str(out)]) == 0
+    return out
+
+
+def test_reusing_the_scorer_phase_with_the_same_propagation_options_repeats_the_training(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    assert (trained / "scorer-phase.pt").is_file()
+    again = tmp_path / "again"
+    code = main(["train", "fog", "--reuse-scorer-phase", str(trained), "--propagation-epochs", "1",
+                 "--propagation-questions", "20", "--out", str(again)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "scorer phase reused (1 epochs" in err and "scorer epoch 1:" not in err
+    source, repeated = _weights(trained), _weights(again)
+    assert source.keys() == repeated.keys()
+    # the same numbers up to the order of multi-threaded float sums (about 1e-8 apart from run to run)
+    assert all(torch.allclose(source[k], repeated[k], atol=1e-6) for k in source)
+    assert _losses(again, "scorer") == _losses(trained, "scorer")
+    assert _losses(again, "propagation") == pytest.approx(_losses(trained, "propagation"), abs=1e-6)
+    config = json.loads((again / "config.json").read_text(encoding="utf-8"))
+    assert config["datasets"] == ["demo"] and config["split"] == "test" and config["kg"] == "demo"
+    assert config["settings"]["validation_by"] == "template" and config["net"]["hidden"] == 16
+    assert config["scorer_phase_from"]["model"] == str(trained)
+    assert f"Scorer phase reused from `{trained}`" in (again / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert (again / "scorer-phase.pt").is_file()  # a reused model can be reused in turn
+
+
+def test_a_reused_scorer_phase_trains_other_propagation_options_and_keeps_the_scorer(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    other = tmp_path / "other"
+    code = main(["train", "fog", "--reuse-scorer-phase", str(trained), "--propagation-epochs", "2",
+                 "--propagation-questions", "20", "--propagation-lr", "0.01", "--out", str(other)])
+    assert code == 0, capsys.readouterr().err
+    source, retrained = _weights(trained), _weights(other)
+    scorer_only = [k for k in source if not k.startswith(_PROPAGATION_PARAMETERS)]
+    assert scorer_only and all(torch.equal(source[k], retrained[k]) for k in scorer_only)
+    assert not all(torch.allclose(source[k], retrained[k], atol=1e-6) for k in source if k not in scorer_only)
+    assert len(_losses(other, "propagation")) == 2
+    assert json.loads((other / "config.json").read_text(encoding="utf-8"))["settings"]["propagation_lr"] == 0.01
+
+
+def test_a_scorer_setting_other_than_the_reused_phase_is_a_one_line_error(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s"
+    code = main(["train", "fog", "--reuse-scorer-phase", str(trained), "--seed", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--seed 3: the reused scorer phase" in err and "was trained with 0" in err
+    assert "Traceback" not in err and not out.exists()
+    # the same value as the reused phase's is fine to repeat
+    assert main(["train", "fog", "--reuse-scorer-phase", str(trained), "--seed", "0", "--propagation-epochs", "0",
+                 "--out", str(out)]) == 0
+
+
+def test_reusing_a_directory_without_a_scorer_phase_is_a_one_line_error(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text((trained / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
+    code = main(["train", "fog", "--reuse-scorer-phase", str(old), "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no scorer-phase.pt" in err and "Traceback" not in err
+    code = main(["train", "fog", "--reuse-scorer-phase", str(tmp_path / "nowhere"), "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "its config.json cannot be read" in err and "Traceback" not in err
+    code = main(["train", "fog", "--split", "test", "--kg", "demo", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "give --dataset" in err and "Traceback" not in err
