@@ -30,7 +30,7 @@ def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_mod
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     assert [row["epoch"] for row in history if row["phase"] == "propagation"] == [1]
     card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
-    assert "expanded subgraphs (loss a mean over\n  questions; lr 0.001)" in card
+    assert "expanded subgraphs (loss a mean over\n  questions; lr 0.001;\n  epoch kept by validation loss)" in card
     assert "Word dropout: 0.3" in card and "every question of a held-out template" in card
     meta = json.loads((out / "scorer.json").read_text(encoding="utf-8"))
     held, trained = set(meta["validation_questions"]), set(meta["training_questions"])
@@ -192,3 +192,23 @@ def test_reusing_a_directory_without_a_scorer_phase_is_a_one_line_error(
     code = main(["train", "fog", "--split", "test", "--kg", "demo", "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err
     assert code == 2 and "give --dataset" in err and "Traceback" not in err
+
+
+def test_propagation_select_answers_keeps_the_epoch_with_the_best_graph_mode_answers(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "answers"
+    code = main(["train", "fog", "--reuse-scorer-phase", str(trained), "--propagation-epochs", "3",
+                 "--propagation-questions", "20", "--propagation-lr", "0.01", "--propagation-select", "answers",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "before propagation: validation loss" in err and "graph-mode hit" in err
+    rows = [r for r in json.loads((out / "history.json").read_text(encoding="utf-8")) if r["phase"] == "propagation"]
+    assert rows and all(0 <= r["val_hit"] <= 100 and 0 <= r["val_hits1"] <= r["val_hit"] for r in rows)
+    summary = json.loads((out / "scorer.json").read_text(encoding="utf-8"))["summary"]["propagation"]
+    assert summary["selected_by"] == "answers"
+    # the epoch kept is no worse than any epoch seen, nor than no propagation at all
+    best = (summary["val_hit_best"], summary["val_hits1_best"])
+    assert all(best >= (r["val_hit"], r["val_hits1"]) for r in rows)
+    assert best >= (summary["val_hit_before"], summary["val_hits1_before"])
+    assert "epoch kept by validation answers" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")

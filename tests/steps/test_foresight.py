@@ -604,3 +604,19 @@ def test_an_unknown_propagation_weighting_is_a_clear_error_before_any_work() -> 
     kg = shared_movie_kg()
     with pytest.raises(ConfigError, match="propagation_weighting must be 'edge' or 'question', got 'node'"):
         train_scorer(kg, [], LabelVectors(kg, offline_embedder(64)), settings=TrainSettings(propagation_weighting="node"))
+
+
+def test_the_best_epoch_ranks_answers_before_the_loss_and_needs_the_loss_to_improve_by_more_than_1e5() -> None:
+    import torch
+
+    from kgqa.steps.foresight.training import _BestEpoch
+
+    net = torch.nn.Linear(2, 1)
+    best = _BestEpoch(net, patience=2, start=(-90.0, -80.0, 0.5))
+    assert not best.update((-95.0, -70.0, 0.9), validated=True)  # a better hit wins over a worse loss
+    assert best.best == (-95.0, -70.0, 0.9)
+    assert not best.update((-95.0, -70.0, 0.9 - 1e-6), validated=True)  # not better: stale 1
+    assert best.update((-94.0, -99.0, 0.1), validated=True)  # worse hit, whatever else: stale 2, stop
+    assert best.best == (-95.0, -70.0, 0.9)
+    by_loss = _BestEpoch(net, patience=1)
+    assert not by_loss.update((0.7,), validated=True) and by_loss.update((0.8,), validated=True)

@@ -44,10 +44,14 @@ def train_group() -> None:
               help="Questions whose expanded subgraphs train the propagation.")
 @click.option("--propagation-lr", type=float, default=None, help="AdamW learning rate of the propagation phase "
                                                                  "(default: --lr).")
-# the choices are training.PROPAGATION_WEIGHTINGS, written out so the CLI starts without importing the trainer
+# the choices are training.PROPAGATION_WEIGHTINGS and PROPAGATION_SELECTIONS, written out so the CLI starts without
+# importing the trainer
 @click.option("--propagation-weighting", type=click.Choice(["edge", "question"]), default="edge", show_default=True,
               help="Propagation loss and early stopping as a mean over edges, or over questions (each subgraph's mean "
                    "edge loss, so hub-heavy subgraphs do not dominate; docs/fog.md).")
+@click.option("--propagation-select", type=click.Choice(["loss", "answers"]), default="loss", show_default=True,
+              help="Keep the propagation epoch with the lowest validation loss, or with the best graph-mode answers "
+                   "on the validation questions (hit, then Hits@1; docs/fog.md).")
 @click.option("--batch-size", type=int, default=512, show_default=True)
 @click.option("--kappa", type=int, default=10, show_default=True, help="Negatives per positive triple.")
 @click.option("--stop-negatives", type=int, default=3, show_default=True,
@@ -79,7 +83,7 @@ def train_group() -> None:
                    "propagation options this command's; --kg defaults to MODELDIR's KG (docs/fog.md).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
               epochs: int, propagation_epochs: int, propagation_questions: int, propagation_lr: float | None,
-              propagation_weighting: str, batch_size: int, kappa: int, stop_negatives: int,
+              propagation_weighting: str, propagation_select: str, batch_size: int, kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
               data_dir: str | None, reuse_from: str | None) -> None:
@@ -161,7 +165,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions, propagation_lr=propagation_lr,
-                                 propagation_weighting=propagation_weighting)
+                                 propagation_weighting=propagation_weighting,
+                                 propagation_select=propagation_select)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
                               progress=say, bar=sys.stderr.isatty(), scorer_phase=scorer_phase)
@@ -405,7 +410,8 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},
   dropout 0.1, seed {s['seed']}; scorer epochs {s['epochs']}, propagation epochs {s['propagation_epochs']} on
   {summary.get('propagation', {}).get('train_graphs')} expanded subgraphs (loss a mean over
-  {'questions' if s.get('propagation_weighting') == 'question' else 'edges'}; lr {s.get('propagation_lr') or s['lr']}){reuse}
+  {'questions' if s.get('propagation_weighting') == 'question' else 'edges'}; lr {s.get('propagation_lr') or s['lr']};
+  epoch kept by validation {'answers' if s.get('propagation_select') == 'answers' else 'loss'}){reuse}
 - Network: {training['net']}
 - Training time: {training['seconds']} s
 
