@@ -3,7 +3,9 @@ build it (``kgqa train srp``: SRP's reference base; ``kgqa train ensemble``: sco
 
 ``kgqa train fog --dataset metaqa-1hop --dataset metaqa-2hop --dataset metaqa-3hop --split dev --kg KG --out MODELDIR``
 writes MODELDIR/weights.pt, scorer.json (network shape, encoder, settings, history), config.json (the training
-configuration), history.json, loss.png and MODEL_CARD.md. Use it with ``--method-config scorer=MODELDIR``.
+configuration), history.json, loss.png, MODEL_CARD.md and scorer-phase.pt (where the scorer phase ended: ``kgqa train
+fog --reuse-scorer-phase MODELDIR --out NEWDIR [propagation options]`` trains the propagation phase again alone). Use
+it with ``--method-config scorer=MODELDIR``.
 """
 
 from __future__ import annotations
