@@ -212,3 +212,22 @@ def test_propagation_select_answers_keeps_the_epoch_with_the_best_graph_mode_ans
     assert all(best >= (r["val_hit"], r["val_hits1"]) for r in rows)
     assert best >= (summary["val_hit_before"], summary["val_hits1_before"])
     assert "epoch kept by validation answers" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+
+
+def test_a_propagation_seed_trains_another_propagation_of_the_same_scorer_and_repeats_itself(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    runs = {}
+    for name, seed in (("a", "7"), ("b", "7"), ("c", "8")):
+        runs[name] = tmp_path / name
+        code = main(["train", "fog", "--reuse-scorer-phase", str(trained), "--propagation-epochs", "1",
+                     "--propagation-questions", "20", "--propagation-seed", seed, "--out", str(runs[name])])
+        assert code == 0, capsys.readouterr().err
+    source, a, b, c = (_weights(d) for d in (trained, runs["a"], runs["b"], runs["c"]))
+    propagation = [k for k in source if k.startswith(_PROPAGATION_PARAMETERS)]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in source)
+    assert not all(torch.allclose(a[k], c[k], atol=1e-6) for k in propagation)
+    assert not all(torch.allclose(a[k], source[k], atol=1e-6) for k in propagation)
+    assert all(torch.equal(a[k], c[k]) for k in source if k not in propagation)
+    assert "propagation seed 8" in (runs["c"] / "MODEL_CARD.md").read_text(encoding="utf-8")

@@ -54,6 +54,10 @@ def train_group() -> None:
 @click.option("--propagation-select", type=click.Choice(["loss", "answers"]), default="loss", show_default=True,
               help="Keep the propagation epoch with the lowest validation loss, or with the best graph-mode answers "
                    "on the validation questions (hit, then Hits@1; docs/fog.md).")
+@click.option("--propagation-seed", type=int, default=None,
+              help="Reseed the propagation phase (its subgraph sample, order and dropout); default: --seed's "
+                   "generators go on from the scorer phase. With --reuse-scorer-phase, trains another propagation of "
+                   "the same scorer.")
 @click.option("--batch-size", type=int, default=512, show_default=True)
 @click.option("--kappa", type=int, default=10, show_default=True, help="Negatives per positive triple.")
 @click.option("--stop-negatives", type=int, default=3, show_default=True,
@@ -85,7 +89,8 @@ def train_group() -> None:
                    "propagation options this command's; --kg defaults to MODELDIR's KG (docs/fog.md).")
 def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_dir: str, encoder: str, lr: float,
               epochs: int, propagation_epochs: int, propagation_questions: int, propagation_lr: float | None,
-              propagation_weighting: str, propagation_select: str, batch_size: int, kappa: int, stop_negatives: int,
+              propagation_weighting: str, propagation_select: str, propagation_seed: int | None, batch_size: int,
+              kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
               data_dir: str | None, reuse_from: str | None) -> None:
@@ -168,7 +173,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions, propagation_lr=propagation_lr,
                                  propagation_weighting=propagation_weighting,
-                                 propagation_select=propagation_select)
+                                 propagation_select=propagation_select, propagation_seed=propagation_seed)
         net = NetSpec(input_dim=int(embedder.dim), hidden=hidden)
         result = train_scorer(kg, data.questions, labels, settings=settings, net_spec=net, encoder=encoder,
                               progress=say, bar=sys.stderr.isatty(), scorer_phase=scorer_phase)
@@ -388,6 +393,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
     rows = "\n".join(f"| {r['phase']} | {r['epoch']} | {r['train_loss']:.4f} | {r['val_loss']:.4f} | "
                      f"{r['val_accuracy']:.4f} | {r['seconds']:.0f} |" for r in history)
     s = training["settings"]
+    prop_seed = "" if s.get("propagation_seed") is None else f"; propagation seed {s['propagation_seed']}"
     source = training.get("scorer_phase_from")
     reuse = (f"\n- Scorer phase reused from `{source['model']}` (`{source['command']}`, kgqa {source['kgqa_commit']}); "
              "only the propagation phase trained here" if source else "")
@@ -413,7 +419,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
   dropout 0.1, seed {s['seed']}; scorer epochs {s['epochs']}, propagation epochs {s['propagation_epochs']} on
   {summary.get('propagation', {}).get('train_graphs')} expanded subgraphs (loss a mean over
   {'questions' if s.get('propagation_weighting') == 'question' else 'edges'}; lr {s.get('propagation_lr') or s['lr']};
-  epoch kept by validation {'answers' if s.get('propagation_select') == 'answers' else 'loss'}){reuse}
+  epoch kept by validation {'answers' if s.get('propagation_select') == 'answers' else 'loss'}{prop_seed}){reuse}
 - Network: {training['net']}
 - Training time: {training['seconds']} s
 

@@ -106,6 +106,9 @@ class TrainSettings:
     #: "answers" (graph-mode hit, then Hits@1, then the loss, on the validation questions: what the reading is judged
     #: by; about 20 s an epoch on MetaQA)
     propagation_select: str = "loss"  # one of PROPAGATION_SELECTIONS
+    #: reseed both generators before the propagation phase (which subgraphs train it, their order, dropout); None
+    #: goes on from where the scorer phase left them, so a run is one seed end to end
+    propagation_seed: int | None = None
     graph_batch: int = 16
     tau_e: float = 0.02  # FoG's default, so propagation trains on the graphs it will run on
     hops: int = 3
@@ -364,6 +367,9 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     scorer = ForesightScorer(net, {"encoder": encoder, "settings": settings.to_dict()})
 
     # -- phase 2: propagation ----------------------------------------------------------------------------------------
+    if settings.propagation_seed is not None:
+        rng.seed(f"{settings.seed}:propagation:{settings.propagation_seed}")
+        torch.manual_seed(settings.propagation_seed)
     prop_summary: dict[str, Any] = {}
     if settings.propagation_epochs > 0 and spec.propagation_layers > 0 and settings.propagation_questions > 0:
         prop_summary = _train_propagation(torch, kg, questions, walks, labels, scorer, train_ids, sorted(val_ids),
