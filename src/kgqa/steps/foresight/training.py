@@ -723,14 +723,18 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
 
     by_answers = settings.propagation_select == "answers"
 
-    def key(val_m: dict[str, float]) -> tuple[float, ...]:
-        if not by_answers:
-            return (val_m["loss"],)
-        answers = validate_answers(kg, scorer, labels, chosen_val, questions)
-        val_m["hit"], val_m["hits1"] = answers["hit"], answers["hits1"]
-        return (-answers["hit"], -answers["hits1"], val_m["loss"])
+    def validate() -> dict[str, float]:
+        """Validation loss and accuracy, and with answers choosing, graph-mode hit and Hits@1."""
+        val_m = evaluate(val_graphs)
+        if by_answers:
+            answers = validate_answers(kg, scorer, labels, chosen_val, questions)
+            val_m |= {"hit": answers["hit"], "hits1": answers["hits1"]}
+        return val_m
 
-    before = evaluate(val_graphs) if val_graphs else {}
+    def key(val_m: dict[str, float]) -> tuple[float, ...]:
+        return (-val_m["hit"], -val_m["hits1"], val_m["loss"]) if by_answers else (val_m["loss"],)
+
+    before = validate() if val_graphs else {}
     best = _BestEpoch(net, settings.patience, key(before) if val_graphs else (math.inf,))
     if by_answers and val_graphs:
         say(f"before propagation: validation loss {before['loss']:.4f}, graph-mode hit {before['hit']:.2f}, "
@@ -749,8 +753,7 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
             optimiser.step()
             total += float(loss.detach()) * units
             n += units
-        val_m = evaluate(val_graphs) if val_graphs else {"loss": math.nan, "accuracy": math.nan}
-        epoch_key = key(val_m) if val_graphs else (math.nan,)
+        val_m = validate() if val_graphs else {"loss": math.nan, "accuracy": math.nan}
         row = {"phase": "propagation", "epoch": epoch, "train_loss": total / max(n, 1), "val_loss": val_m["loss"],
                "val_accuracy": val_m["accuracy"], "seconds": time.perf_counter() - t0}
         answers = ""
@@ -760,7 +763,7 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
         history.append(row)
         say(f"propagation epoch {epoch}: train loss {row['train_loss']:.4f}, validation loss {val_m['loss']:.4f}, "
             f"validation accuracy {val_m['accuracy']:.4f}{answers} ({row['seconds']:.0f} s)")
-        if best.update(epoch_key, bool(val_graphs)):
+        if best.update(key(val_m) if val_graphs else (math.nan,), bool(val_graphs)):
             say(f"early stop after propagation epoch {epoch}")
             break
     best_key = best.restore()
