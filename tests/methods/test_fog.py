@@ -294,6 +294,47 @@ def test_an_ensemble_scores_and_propagates_as_the_mean_of_its_members(kg: Embedd
     assert all(p.dim() == 3 for p, _ in ens.payloads if len(p))  # triples x members x hidden, restored after use
 
 
+def test_members_sharing_a_triple_encoder_encode_once_and_score_as_if_alone(kg: EmbeddedKG, scorer_dir: Path,
+                                                                             kit_scorer_dir_seed1: Path,
+                                                                             tmp_path: Path) -> None:
+    """Propagations trained on one scorer phase (``--reuse-scorer-phase``) differ only in the propagation-phase
+    parameters: the ensemble groups them by their encoder and scores exactly as the members alone would."""
+    import numpy as np
+
+    from kgqa.steps.foresight.graph import expand
+    from kgqa.steps.foresight.model import PROPAGATION_PHASE_PARAMETERS
+    from kgqa.steps.foresight.scorer import LabelVectors, ScorerEnsemble
+
+    base = ForesightScorer.load(scorer_dir)
+    other = ForesightScorer.load(scorer_dir)
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():  # another propagation of the same scorer phase
+        for name, parameter in other.net.named_parameters():
+            if name.startswith(PROPAGATION_PHASE_PARAMETERS):
+                parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+    other.save(tmp_path / "other")
+    other = ForesightScorer.load(tmp_path / "other")
+    seed1 = ForesightScorer.load(kit_scorer_dir_seed1)
+    assert base.net.encoder_fingerprint() == other.net.encoder_fingerprint() != seed1.net.encoder_fingerprint()
+    ensemble = ScorerEnsemble([base, seed1, other])
+    assert ensemble.encoder_groups == [[0, 2], [1]]
+
+    labels = LabelVectors(kg, offline_embedder(64))
+    texts = ["Which actors starred in films directed by Christopher Nolan?"]
+    alone = []
+    for scorer in (base, seed1, other):
+        graph = expand(kg, ["m.nolan"], scorer.scorer_for(labels, scorer.questions(labels, texts)), hops=3, tau_e=0.0)
+        initial = list(graph.initial)
+        scorer.propagate(graph)
+        alone.append((np.array(initial), np.array(graph.scores)))
+    graph = expand(kg, ["m.nolan"], ensemble.scorer_for(labels, ensemble.questions(labels, texts)), hops=3, tau_e=0.0)
+    initial = np.array(graph.initial)
+    ensemble.propagate(graph)
+    assert not np.allclose(alone[0][1], alone[2][1])  # the two propagations re-score differently
+    assert np.allclose(initial, sum(a[0] for a in alone) / 3, atol=1e-6)
+    assert np.allclose(graph.scores, sum(a[1] for a in alone) / 3, atol=1e-6)
+
+
 def test_fog_reads_with_an_ensemble_directory_and_bad_ensembles_are_one_line_errors(
         kg: EmbeddedKG, scorer_dir: Path, kit_scorer_dir_seed1: Path, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

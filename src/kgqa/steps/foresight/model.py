@@ -54,6 +54,11 @@ def segment_softmax(scores: torch.Tensor, segments: torch.Tensor, count: int) ->
     return weights / total[segments].clamp_min(1e-12)
 
 
+#: the parameters the propagation phase trains (the scoring head re-scores after propagation, so it trains too); the
+#: rest is the triple encoder, fixed once the scorer phase ends
+PROPAGATION_PHASE_PARAMETERS = ("message", "attend", "phi", "head")
+
+
 class ForesightNet(nn.Module):
     """Triple encoder + scorer + feedback propagation (see the module docstring)."""
 
@@ -150,6 +155,18 @@ class ForesightNet(nn.Module):
         query = self.cross_norm(tokens)
         attended, _ = self.cross_attn(query, memory, memory, key_padding_mask=padding, need_weights=False)
         return tokens + attended + self.cross_ff(torch.cat([tokens + attended, query * attended], dim=-1))
+
+    def encoder_fingerprint(self) -> str:
+        """A digest of the triple encoder's parameters (everything the propagation phase leaves alone): networks
+        whose propagations were trained on one scorer phase share it, and so encode every triple alike."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self.state_dict().items()):
+            if not name.startswith(PROPAGATION_PHASE_PARAMETERS):
+                digest.update(name.encode())
+                digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
     def score(self, z: torch.Tensor, h_s: torch.Tensor | None = None, h_o: torch.Tensor | None = None) -> torch.Tensor:
         """s_t logits from [z_t; h_s; h_o] (node states zero when not given)."""

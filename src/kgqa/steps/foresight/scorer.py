@@ -178,22 +178,8 @@ class ForesightScorer:
     def score_triples(self, labels: LabelVectors, questions: Any, triples: list[Triple], layers: np.ndarray,
                       backward: np.ndarray) -> tuple[np.ndarray, Any]:
         """s_t (node states zero) of each triple and its z_t rows (the payload propagation reads)."""
-        torch = _torch()
-        if not triples:
-            return np.zeros(0, dtype=np.float32), torch.zeros(0, self.net.spec.hidden)
-        heads = labels.entities([t[0] for t in triples])
-        rels = labels.relations([t[1] for t in triples])
-        tails = labels.entities([t[2] for t in triples])
-        zs, scores = [], []
-        with torch.inference_mode():
-            for lo in range(0, len(triples), _CHUNK):
-                hi = lo + _CHUNK
-                z = self.net.encode(torch.from_numpy(heads[lo:hi]), torch.from_numpy(rels[lo:hi]),
-                                    torch.from_numpy(tails[lo:hi]), torch.from_numpy(layers[lo:hi]),
-                                    torch.from_numpy(backward[lo:hi].astype(np.int64)), *questions)
-                zs.append(z)
-                scores.append(torch.sigmoid(self.net.score(z)))
-        return torch.cat(scores).numpy(), torch.cat(zs)
+        scores, z = _encode_and_score(self, [self], labels, questions, triples, layers, backward)
+        return scores[0], z
 
     def scorer_for(self, labels: LabelVectors, questions: Any) -> Any:
         """The ``score_batch`` callback of :func:`kgqa.steps.foresight.graph.expand` for these sub-questions."""
@@ -212,6 +198,31 @@ class ForesightScorer:
             h = self.net.propagate(z, edges["near"], edges["far"], edges["depth"], edges["nodes"], undirected=undirected)
             scores = torch.sigmoid(self.net.rescore(z, edges["heads"], edges["tails"], h))
         return scores.numpy().astype(float)
+
+
+def _encode_and_score(encoder: ForesightScorer, heads: Sequence[ForesightScorer], labels: LabelVectors,
+                      questions: Any, triples: list[Triple], layers: np.ndarray, backward: np.ndarray
+                      ) -> tuple[list[np.ndarray], Any]:
+    """The triples' z_t rows by ``encoder``'s network, and s_t (node states zero) by each of ``heads``' scoring heads:
+    networks that share one triple encoder (:meth:`ForesightNet.encoder_fingerprint`) encode each triple once."""
+    torch = _torch()
+    if not triples:
+        return [np.zeros(0, dtype=np.float32) for _ in heads], torch.zeros(0, encoder.net.spec.hidden)
+    head_vectors = labels.entities([t[0] for t in triples])
+    rels = labels.relations([t[1] for t in triples])
+    tails = labels.entities([t[2] for t in triples])
+    zs: list[Any] = []
+    scores: list[list[Any]] = [[] for _ in heads]
+    with torch.inference_mode():
+        for lo in range(0, len(triples), _CHUNK):
+            hi = lo + _CHUNK
+            z = encoder.net.encode(torch.from_numpy(head_vectors[lo:hi]), torch.from_numpy(rels[lo:hi]),
+                                   torch.from_numpy(tails[lo:hi]), torch.from_numpy(layers[lo:hi]),
+                                   torch.from_numpy(backward[lo:hi].astype(np.int64)), *questions)
+            zs.append(z)
+            for k, member in enumerate(heads):
+                scores[k].append(torch.sigmoid(member.net.score(z)))
+    return [torch.cat(s).numpy() for s in scores], torch.cat(zs)
 
 
 def kept_payload(graph: ExpandedGraph) -> Any:
@@ -240,6 +251,12 @@ class ScorerEnsemble:
             raise ConfigError(f"the members of a scorer ensemble must share an encoder, found {sorted(encoders)}")
         self.members = list(members)
         self.encoder = self.members[0].encoder
+        # members trained on one scorer phase (``kgqa train fog --reuse-scorer-phase``) differ only in their
+        # propagation and scoring head: they encode each triple once, so extra propagations cost little at run time
+        groups: dict[str, list[int]] = {}
+        for k, member in enumerate(self.members):
+            groups.setdefault(member.net.encoder_fingerprint(), []).append(k)
+        self.encoder_groups = list(groups.values())
         self.meta: dict[str, Any] = {"encoder": self.encoder, "members": [str(m.path) for m in self.members]}
         self.path = path
 
@@ -259,11 +276,17 @@ class ScorerEnsemble:
 
     def score_triples(self, labels: LabelVectors, questions: Any, triples: list[Triple], layers: np.ndarray,
                       backward: np.ndarray) -> tuple[np.ndarray, Any]:
-        """The members' mean s_t; the payload stacks their z_t rows (triples x members x hidden)."""
+        """The members' mean s_t; the payload stacks their z_t rows (triples x members x hidden). Members that share
+        a triple encoder encode each triple once."""
         torch = _torch()
-        results = [m.score_triples(labels, questions, triples, layers, backward) for m in self.members]
-        scores = np.mean([r[0] for r in results], axis=0).astype(np.float32)
-        return scores, torch.stack([r[1] for r in results], dim=1)
+        scores: list[Any] = [None] * len(self.members)
+        zs: list[Any] = [None] * len(self.members)
+        for group in self.encoder_groups:
+            heads = [self.members[k] for k in group]
+            group_scores, z = _encode_and_score(heads[0], heads, labels, questions, triples, layers, backward)
+            for k, s in zip(group, group_scores, strict=True):
+                scores[k], zs[k] = s, z
+        return np.mean(scores, axis=0).astype(np.float32), torch.stack(zs, dim=1)
 
     scorer_for = ForesightScorer.scorer_for
 

@@ -682,8 +682,9 @@ def _train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Train
     val_graphs = [graphs[i] for i in chosen_val if i in graphs]
     edges = sum(int(g.labels.shape[0]) for g in train_graphs)
     say(f"{len(train_graphs)} training subgraphs ({edges} edges), {len(val_graphs)} validation subgraphs")
-    trainable = [p for name, p in net.named_parameters()
-                 if name.startswith(("message", "attend", "phi", "head"))]
+    from kgqa.steps.foresight.model import PROPAGATION_PHASE_PARAMETERS
+
+    trainable = [p for name, p in net.named_parameters() if name.startswith(PROPAGATION_PHASE_PARAMETERS)]
     optimiser = torch.optim.AdamW(trainable, lr=settings.propagation_lr or settings.lr, betas=settings.betas,
                                   weight_decay=settings.weight_decay)
 
