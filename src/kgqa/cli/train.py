@@ -80,6 +80,11 @@ def train_group() -> None:
 @click.option("--composed-wordings", default=None, metavar="TABLE",
               help="Phrase table composing one more copy of every question from its relation chain, in other words "
                    "than the dataset's templates: a packaged name (metaqa) or a TOML file (docs/fog.md).")
+@click.option("--synonyms", default=None, metavar="WORDNET",
+              help="One more copy of every question with words swapped for WordNet synonyms: 'wordnet' (KGQA_WORDNET "
+                   "or /usr/share/wordnet, Debian's wordnet-base) or a WordNet database directory (docs/fog.md).")
+@click.option("--synonym-share", type=float, default=0.5, show_default=True,
+              help="Probability of swapping each word that has a synonym, in the --synonyms copy.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
@@ -92,8 +97,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
               propagation_weighting: str, propagation_select: str, propagation_seed: int | None, batch_size: int,
               kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
-              validation_fold: int | None, word_dropout: float, composed_wordings: str | None, seed: int,
-              data_dir: str | None, reuse_from: str | None) -> None:
+              validation_fold: int | None, word_dropout: float, composed_wordings: str | None,
+              synonyms: str | None, synonym_share: float, seed: int, data_dir: str | None,
+              reuse_from: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -112,10 +118,18 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                    "batch_size": batch_size, "kappa": kappa, "stop_negatives": stop_negatives, "hidden": hidden,
                    "limit": limit, "validation_share": validation_share, "validation_by": validation_by,
                    "validation_fold": validation_fold, "word_dropout": word_dropout,
-                   "composed_wordings": composed_wordings, "seed": seed}
+                   "composed_wordings": composed_wordings, "synonyms": synonyms, "synonym_share": synonym_share,
+                   "seed": seed}
         reused = _reused_scorer_phase(Path(reuse_from).expanduser(), options, click.get_current_context())
-        (datasets, split, encoder, lr, epochs, batch_size, kappa, stop_negatives, hidden, limit, validation_share,
-         validation_by, validation_fold, word_dropout, composed_wordings, seed) = reused["options"].values()
+        kept = reused["options"]  # by name: a model written before an option existed has that option's default
+        datasets, split, encoder, lr, epochs = (kept["datasets"], kept["split"], kept["encoder"], kept["lr"],
+                                                kept["epochs"])
+        batch_size, kappa, stop_negatives, hidden, limit = (kept["batch_size"], kept["kappa"],
+                                                            kept["stop_negatives"], kept["hidden"], kept["limit"])
+        validation_share, validation_by, validation_fold = (kept["validation_share"], kept["validation_by"],
+                                                            kept["validation_fold"])
+        word_dropout, composed_wordings, synonyms, synonym_share, seed = (
+            kept["word_dropout"], kept["composed_wordings"], kept["synonyms"], kept["synonym_share"], kept["seed"])
         kg_spec = kg_spec or reused["kg"]
         scorer_phase = ScorerPhase.load(reuse_from)
     elif not datasets:
@@ -144,6 +158,12 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         from kgqa.steps.foresight.wordings import ChainWordings
 
         ChainWordings.load(composed_wordings)  # a bad table is a one-line error before any work
+    if not 0 < synonym_share <= 1:
+        raise ConfigError(f"--synonym-share must be in (0, 1], got {synonym_share}")
+    if synonyms:
+        from kgqa.steps.foresight.wordings.synonyms import WordNet
+
+        WordNet.load(synonyms)  # a missing database is a one-line error before any work
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
@@ -170,6 +190,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  validation_share=validation_share, validation_by=validation_by,
                                  validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
+                                 synonyms=synonyms, synonym_share=synonym_share,
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions, propagation_lr=propagation_lr,
                                  propagation_weighting=propagation_weighting,
@@ -340,7 +361,11 @@ def _reused_scorer_phase(source: Path, options: dict[str, Any], ctx: click.Conte
         settings = recorded["settings"]
         values = {"datasets": tuple(recorded["datasets"]), "split": recorded["split"], "encoder": recorded["encoder"],
                   "hidden": recorded["net"]["hidden"], "limit": recorded["limit"]}
-        values |= {name: settings[name] for name in options if name not in values}
+        from kgqa.steps.foresight.training import TrainSettings
+
+        defaults = TrainSettings().to_dict()  # options added after the model was written: their defaults
+        values |= {name: settings[name] if name in settings else defaults[name] for name in options
+                   if name not in values}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"--reuse-scorer-phase {source}: its config.json cannot be read ({type(exc).__name__}: "
                           f"{exc}); only a directory written by `kgqa train fog` can be reused") from None
@@ -354,6 +379,13 @@ def _reused_scorer_phase(source: Path, options: dict[str, Any], ctx: click.Conte
                               f"{values[name]!r}; leave the option out (a reused phase keeps its own settings)")
     return {"options": {name: values[name] for name in options}, "kg": recorded.get("kg"), "model": str(source),
             "command": recorded.get("command"), "kgqa_commit": recorded.get("kgqa_commit")}
+
+
+def _synonym_line(settings: dict[str, Any]) -> str:
+    if not settings.get("synonyms"):
+        return "none"
+    return (f"{settings['synonyms']}, each word swapped with probability {settings.get('synonym_share', 0.5)} "
+            "(WordNet synonyms in a copy of each question)")
 
 
 def _commit() -> str | None:
@@ -413,6 +445,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
   (by {s.get('validation_by', 'question')}{held_note})
 - Word dropout: {s.get('word_dropout', 0.0)} (share of words deleted or masked in each question's augmented copy)
 - Composed wordings: {s.get('composed_wordings') or 'none'} (phrase table writing a copy of each question from its chain)
+- Synonym copies: {_synonym_line(s)}
 - Triples: {summary.get('train_triples')} training, {summary.get('validation_triples')} validation
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},

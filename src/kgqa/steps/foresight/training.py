@@ -37,6 +37,11 @@ its relation chain and topic by a phrase table (:mod:`kgqa.steps.foresight.wordi
 movies made by Heat's director?" for ``directed_by,^directed_by``. The copy states the same chain in words MetaQA's
 templates never use, so the scorer learns which relation words continue a walk, not which template does. The
 propagation phase reads the questions as written.
+
+**Synonym copies** (``synonyms``, kgqa's addition): one more copy of every question (as written or its composed copy)
+with each word swapped, with probability ``synonym_share``, for a synonym from a WordNet database
+(:mod:`kgqa.steps.foresight.wordings.synonyms`): "pictures penned by" where the templates say "films written by". The
+phrase table varies the structure in its author's words; the lexical database brings words nobody chose for a test set.
 """
 
 from __future__ import annotations
@@ -123,6 +128,11 @@ class TrainSettings:
     #: a phrase table (kgqa.steps.foresight.wordings: "metaqa" or a TOML path) composing one more copy of every
     #: question from its relation chain (None: no copy; see the module docstring)
     composed_wordings: str | None = None
+    #: a WordNet database ("wordnet" or a directory) for one more copy of every question with words swapped for
+    #: synonyms (None: no copy; see the module docstring)
+    synonyms: str | None = None
+    #: the probability of swapping each word that has a synonym in the synonym copy
+    synonym_share: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -419,9 +429,15 @@ def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion
         noise = random.Random(f"{settings.seed}:word-dropout")
         texts += [drop_words(q.text, q.mentions, settings.word_dropout, noise) for q in questions]
         copies.append("word-dropout")
+    composed: list[str] = []
     if settings.composed_wordings:
-        texts += composed_copies(questions, settings.composed_wordings, random.Random(f"{settings.seed}:composed"))
+        composed = composed_copies(questions, settings.composed_wordings, random.Random(f"{settings.seed}:composed"))
+        texts += composed
         copies.append("composed-wording")
+    if settings.synonyms:
+        texts += synonym_copies(questions, composed, settings.synonyms, settings.synonym_share,
+                                random.Random(f"{settings.seed}:synonyms"))
+        copies.append("synonym")
     augmented = bool(copies)
     say("question token vectors" + (f" (with {' and '.join(copies)} copies)" if augmented else ""))
     q_tokens, q_mask = labels.tokens(texts)
@@ -569,6 +585,21 @@ def composed_copies(questions: Sequence[TrainingQuestion], table: str, rng: rand
         mention = next((m for m in question.mentions if m), "")
         composed = wordings.compose(question.chain, mention, rng) if mention else None
         out.append(composed or question.text)
+    return out
+
+
+def synonym_copies(questions: Sequence[TrainingQuestion], composed: Sequence[str], source: str, share: float,
+                   rng: random.Random) -> list[str]:
+    """One question per training question with words swapped for WordNet synonyms (:func:`swap_synonyms`, each word
+    with probability ``share``), from the question as written or, where ``composed`` copies are given, from either
+    (a fair coin per question), so the new words meet both MetaQA's structures and the composed ones."""
+    from kgqa.steps.foresight.wordings.synonyms import WordNet, swap_synonyms
+
+    wordnet = WordNet.load(source)
+    out: list[str] = []
+    for i, question in enumerate(questions):
+        base = composed[i] if composed and rng.random() < 0.5 else question.text
+        out.append(swap_synonyms(base, question.mentions, share, wordnet, rng))
     return out
 
 
