@@ -101,6 +101,40 @@ def test_an_unknown_composed_wordings_table_is_a_one_line_error(tmp_path: Path,
     assert code == 2 and "composed wordings 'nosuch': not a packaged table (metaqa)" in err and "Traceback" not in err
 
 
+def test_train_fog_with_synonym_copies_records_the_database_and_share(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # a two-synset WordNet database in WordNet 3.0's file format, words of the demo questions
+    wordnet = tmp_path / "wordnet"
+    wordnet.mkdir()
+    (wordnet / "data.noun").write_text("03338821 06 n 03 movie 0 film 0 picture 0 000 | a motion picture\n",
+                                       encoding="utf-8")
+    (wordnet / "data.verb").write_text("02000002 41 v 02 direct 0 helm 0 000 | be in charge of\n", encoding="utf-8")
+    out = tmp_path / "scorer"
+    code = main([
+        "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
+        "--epochs", "1", "--propagation-epochs", "0", "--synonyms", str(wordnet), "--synonym-share", "0.7",
+        "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "with synonym copies" in err
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["settings"]["synonyms"] == str(wordnet) and config["settings"]["synonym_share"] == 0.7
+    card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert f"Synonym copies: {wordnet}, each word swapped with probability 0.7" in card
+
+
+def test_a_missing_synonym_database_or_share_out_of_range_is_a_one_line_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--out", str(tmp_path / "s")]
+    code = main([*base, "--synonyms", str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no WordNet database (data.noun and data.verb)" in err and "Traceback" not in err
+    code = main([*base, "--synonyms", "wordnet", "--synonym-share", "1.5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--synonym-share must be in (0, 1], got 1.5" in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()
+
+
 _DEMO_TRAINING = ["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash",
                   "--hidden", "16", "--epochs", "1", "--propagation-epochs", "1", "--propagation-questions", "20",
                   "--validation-by", "template", "--validation-share", "0.2"]
@@ -176,6 +210,23 @@ def test_a_scorer_setting_other_than_the_reused_phase_is_a_one_line_error(
     # the same value as the reused phase's is fine to repeat
     assert main(["train", "fog", "--reuse-scorer-phase", str(trained), "--seed", "0", "--propagation-epochs", "0",
                  "--out", str(out)]) == 0
+
+
+def test_a_model_written_before_an_option_existed_is_reused_with_that_options_default(
+        trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(trained, old)
+    config = json.loads((old / "config.json").read_text(encoding="utf-8"))
+    del config["settings"]["synonyms"], config["settings"]["synonym_share"]  # as kgqa wrote it before --synonyms
+    (old / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "s"
+    code = main(["train", "fog", "--reuse-scorer-phase", str(old), "--propagation-epochs", "0", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    settings = json.loads((out / "config.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["synonyms"] is None and settings["synonym_share"] == 0.5
+    assert settings["validation_by"] == "template" and settings["seed"] == 0
 
 
 def test_reusing_a_directory_without_a_scorer_phase_is_a_one_line_error(
