@@ -13,6 +13,7 @@ The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else `
     kg_retries = 2                 # KGQA_KG_RETRIES: extra attempts per SPARQL request
     llm_cache = "on"               # KGQA_LLM_CACHE: on, off or refresh (docs/llm.md lists every LLM setting)
     serve_token = "..."            # KGQA_SERVE_TOKEN: kgqa serve's bearer token, 16+ characters (default: one is made)
+    wordnet = "/usr/share/wordnet" # KGQA_WORDNET: WordNet database for `kgqa train fog --synonyms wordnet`
 
 Every key may also be given as an environment variable named ``KGQA_`` + the key in upper case.
 """

@@ -10,13 +10,13 @@ lemma of one of its synsets, inflected as the word was ("written" -> "penned", "
 
 Senses are not disambiguated: "directed" may become "aimed" as well as "conducted". A sense that never occurs in a KG
 question is noise the scorer learns to ignore; the sense that does is the paraphrase it needs. The database is not
-shipped: Debian's ``wordnet-base`` installs it at ``/usr/share/wordnet`` (``KGQA_WORDNET`` names another directory).
+shipped: Debian's ``wordnet-base`` installs it at ``/usr/share/wordnet`` (the config key ``wordnet``, ``KGQA_WORDNET``, names
+another directory).
 WordNet 3.0 is Princeton's, under its own permissive licence.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections.abc import Sequence
@@ -69,10 +69,14 @@ class WordNet:
 
     @classmethod
     def load(cls, spec: str = "wordnet") -> WordNet:
-        """``wordnet`` (KGQA_WORDNET, else :data:`DEFAULT_WORDNET_DIRS`) or a database directory by path."""
+        """``wordnet`` (the ``wordnet`` config key / KGQA_WORDNET, else :data:`DEFAULT_WORDNET_DIRS`) or a database
+        directory by path."""
+        from kgqa import config
+
         if spec == "wordnet":
-            configured = os.environ.get("KGQA_WORDNET")
-            candidates = [Path(configured)] if configured else [Path(d) for d in DEFAULT_WORDNET_DIRS]
+            configured = config.get("wordnet")  # KGQA_WORDNET or the config file's wordnet key
+            candidates = ([Path(str(configured)).expanduser()] if configured
+                          else [Path(d) for d in DEFAULT_WORDNET_DIRS])
         else:
             candidates = [Path(spec).expanduser()]
         for directory in candidates:
