@@ -19,6 +19,7 @@ from typing import Any
 
 from _run_readers import run_reader_main
 from kgqa.eval.rundir import TRACES_FILE, parse_lines, read_config, read_results
+from kgqa.provenance import short_commit
 
 GROUPS = ("sufficient, answers", "sufficient, empty list", "not sufficient or unreadable", "no reasoning step")
 
@@ -59,7 +60,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         cells = [f"{g['questions']} ({g['calls_per_q']:.2f})" if g["questions"] else "0"
                  for g in r["groups"].values()]
-        lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} "
+        lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} {r['split']} | {short_commit(r['commit'])} "
                      f"| {r['n']} | {r['calls_per_q']} | " + " | ".join(cells) + " |")
     return lines
 

@@ -22,6 +22,7 @@ from kgqa.core import AnswerItem, GoldAnswer
 from kgqa.eval.metrics import match_answers
 from kgqa.eval.rundir import CONFIG_FILE, RESULTS_FILE
 from kgqa.llm.structured import drop_placeholders
+from kgqa.provenance import short_commit
 
 
 def rescore(run: Path) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| run | method | dataset | run commit | n | questions with a placeholder | Hits@1 recorded | Hits@1 "
              "rescored | F1 recorded | F1 rescored |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} | {str(r['commit'])[:7]} | {r['n']} | "
+        lines.append(f"| {Path(r['run']).name} | {r['method']} | {r['dataset']} | {short_commit(r['commit'])} | {r['n']} | "
                      f"{r['questions_with_placeholder']} | {r['hit1_recorded']} | {r['hit1_rescored']} | "
                      f"{r['f1_recorded']} | {r['f1_rescored']} |")
     return lines

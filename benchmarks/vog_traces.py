@@ -18,6 +18,7 @@ from typing import Any
 
 from _run_readers import run_reader_main
 from kgqa.eval.rundir import TRACES_FILE, parse_lines, read_config, read_results
+from kgqa.provenance import short_commit
 
 
 def read_run(run: Path) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
              "| answered | errors |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in rows:
         limits = "; ".join(f"{k}: {v}" for k, v in sorted(r["question_limits"].items())) or "0"
-        lines.append(f"| {Path(r['run']).name} | {r['dataset']} {r['split']} | {str(r['commit'])[:7]} | {r['n']} | "
+        lines.append(f"| {Path(r['run']).name} | {r['dataset']} {r['split']} | {short_commit(r['commit'])} | {r['n']} | "
                      f"{r['plans_unreadable']} | {r['plan_steps_per_q']} | {r['verifications']} | "
                      f"{r['asked_to_revise']} | {r['llm_asked']} | {r['checker_contradicted']} | "
                      f"{r['revision_limits']} | {limits} | {r['answered']} | {r['errors']} |")

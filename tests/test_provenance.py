@@ -44,3 +44,12 @@ def test_a_run_from_a_git_archive_export_records_the_commit(tmp_path: Path) -> N
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "src")},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == head.stdout.strip() + "+export"
+
+
+def test_a_short_commit_keeps_its_dirty_or_export_mark() -> None:
+    from kgqa.provenance import short_commit
+
+    assert short_commit("15430e0abcdef+export") == "15430e0+export"
+    assert short_commit("f9d5b18123+dirty") == "f9d5b18+dirty"
+    assert short_commit("f9d5b18123") == "f9d5b18"
+    assert short_commit(None) == "None"

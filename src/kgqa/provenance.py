@@ -44,3 +44,11 @@ def source_commit() -> str | None:
         return None
     dirty = status.returncode == 0 and bool(status.stdout.strip())
     return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def short_commit(commit: object, width: int = 7) -> str:
+    """A recorded commit for a table column: the hash cut to ``width`` characters, its ``+dirty`` or ``+export``
+    mark kept (cutting the whole string would drop the mark that says the figure is not from that commit alone)."""
+    text = str(commit)
+    digest, plus, mark = text.partition("+")
+    return digest[:width] + plus + mark
