@@ -225,6 +225,94 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
     click.echo(f"wrote {out} ({training['seconds']:.0f} s); use it with --method fog --method-config scorer={out}")
 
 
+@train_group.command("answer-types")
+@click.option("--dataset", "datasets", multiple=True, help="Training dataset (repeatable; required unless --like "
+                                                             "gives them).")
+@click.option("--split", default="dev", show_default=True, help="Split to train on.")
+@click.option("--like", "like", default=None, type=click.Path(file_okay=False), metavar="SCORERDIR",
+              help="Train on the questions a FoG scorer (or every member of an ensemble) trained on or held out, "
+                   "with its datasets and split, so its unseen questions stay unseen here too.")
+@click.option("--limit", type=int, default=None, help="Questions per dataset, a random sample seeded by --seed "
+                                                     "(default: all).")
+@click.option("--kg", "kg_spec", default=None, help="The KG whose relations are typed (default: --like's KG or "
+                                                    "the configured kg).")
+@click.option("--encoder", default=None, help="Frozen text encoder (default: --like's, else minilm).")
+@click.option("--composed-wordings", default="none", show_default=True, metavar="TABLE",
+              help="Phrase table composing one more wording of every question from its chain (metaqa, a TOML file, "
+                   "or none).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--data-dir", default=None, type=click.Path(file_okay=False),
+              help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Model directory to write.")
+def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
+                               kg_spec: str | None, encoder: str | None, composed_wordings: str, seed: int,
+                               data_dir: str | None, out_dir: str) -> None:
+    """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
+    asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
+    import random
+
+    from kgqa.eval.gold_paths import training_questions
+    from kgqa.kg import open_kg
+    from kgqa.steps.foresight.answer_types import train_answer_types
+    from kgqa.steps.foresight.training import composed_copies
+    from kgqa.text import load_embedder
+
+    out = Path(out_dir).expanduser()
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    wanted: set[str] | None = None
+    if like:
+        from kgqa.steps.foresight.scorer import load_scorer
+
+        try:
+            scorer = load_scorer(like)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--like {like}: not a FoG scorer or ensemble directory ({exc})") from None
+        wanted = set()
+        for member in scorer.members:
+            trained_on = member.meta.get("trained_on") or {}
+            wanted.update(member.meta.get("training_questions") or [])
+            datasets = datasets or tuple(trained_on.get("datasets") or ())
+            split = trained_on.get("split") or split
+            kg_spec = kg_spec or trained_on.get("kg")
+            encoder = encoder or trained_on.get("encoder")
+        if not wanted:
+            raise ConfigError(f"--like {like}: the scorer does not list its training questions")
+    if not datasets:
+        raise ConfigError("give --dataset (one or more) or --like SCORERDIR")
+    table = None if composed_wordings.lower() == "none" else composed_wordings
+    if table:
+        from kgqa.steps.foresight.wordings import ChainWordings
+
+        ChainWordings.load(table)
+    spec = kg_spec or kgqa_config.get("kg")
+    if not spec:
+        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
+
+    def say(message: str) -> None:
+        click.echo(f"train answer-types: {message}", err=True)
+
+    started = time.perf_counter()
+    data = training_questions(list(datasets), split, limit=None if wanted is not None else limit,
+                              data_dir=data_dir, seed=seed)
+    questions = [q for q in data.questions if wanted is None or q.source in wanted]
+    say(f"{len(questions)} questions with gold chains" + (f" (those {like} trained on)" if wanted is not None else ""))
+    copies = composed_copies(questions, table, random.Random(f"{seed}:composed")) if table else []
+    kg = open_kg(spec)
+    try:
+        model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
+                                   copies=copies, seed=seed, progress=say)
+    finally:
+        kg.close()
+    command = "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "kgqa train answer-types"
+    model.meta["trained_on"] = {"command": command, "datasets": list(datasets), "split": split, "kg": spec,
+                                "like": like, "composed_wordings": table, "kgqa_commit": _commit(),
+                                "seconds": round(time.perf_counter() - started, 1)}
+    model.save(out)
+    click.echo(f"wrote {out} ({model.meta['trained_on']['seconds']:.0f} s); use it with --method fog "
+               f"--method-config answer_types={out}")
+
+
 @train_group.command("ensemble")
 @click.option("--member", "members", multiple=True, required=True, type=click.Path(file_okay=False),
               help="A trained scorer directory (`kgqa train fog --out DIR`); repeat for each member.")

@@ -32,6 +32,8 @@ Triple = tuple[str, str, str]
 Orientation = Literal["layered", "shortest"]
 #: score_batch(triples, layers, backward) -> (scores in [0, 1], payload indexable by row numbers)
 ScoreBatch = Callable[[list[Triple], np.ndarray, np.ndarray], tuple[np.ndarray, Any]]
+#: a factor in [0, 1] for an answer pattern ((relation, backward) per hop): how well its end fits the question
+PatternPrior = Callable[[tuple[tuple[str, bool], ...]], float]
 
 
 @dataclass(frozen=True)
@@ -252,8 +254,8 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
                  by_support: bool = True, answerable: Callable[[list[str]], set[str]] | None = None,
                  within: Literal["potential", "expanded"] = "potential",
                  combine: Literal["product", "min", "min_last"] = "product",
-                 simple: bool = True, continuation: Literal["path", "pattern"] = "path"
-                 ) -> tuple[list[RankedAnswer], list[int]]:
+                 simple: bool = True, continuation: Literal["path", "pattern"] = "path",
+                 pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
     """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
     whole re-scored subgraph, so a question always gets the graph's best reading).
 
@@ -268,20 +270,24 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     still ends where the question does). ``continuation="pattern"`` chooses the answer pattern by its best walk's
     score times (1 - the mean continuation over all its walks' ends) instead of by the best single walk, so one walk
     ending where nothing leads on (a film with no listed director) cannot make an intermediate pattern the answer
-    pattern; the answers within the pattern are chosen as before. Returns (answers, potential edge indices).
+    pattern; the answers within the pattern are chosen as before. ``pattern_prior`` (a pattern -> factor in [0, 1])
+    multiplies every walk's value before the answer pattern is chosen: what the question says of its answer (an
+    answer-type model, :mod:`kgqa.steps.foresight.answer_types`) against what a pattern's end is. Returns (answers,
+    potential edge indices).
     """
     potential = [e for e, s in enumerate(graph.scores) if s > tau_p]
     ranked = _rank_over(graph, potential if within == "potential" else list(range(len(graph))), ratio, max_paths,
-                        by_support, answerable, combine, simple, continuation)
+                        by_support, answerable, combine, simple, continuation, pattern_prior)
     if not ranked and within == "potential":  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
         ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable, combine, simple,
-                            continuation)
+                            continuation, pattern_prior)
     return ranked, potential
 
 
 def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
                answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min", "min_last"],
-               simple: bool, continuation_rule: Literal["path", "pattern"] = "path") -> list[RankedAnswer]:
+               simple: bool, continuation_rule: Literal["path", "pattern"] = "path",
+               pattern_prior: PatternPrior | None = None) -> list[RankedAnswer]:
     paths = simple_paths(graph, potential, max_paths=max_paths, combine="product" if combine == "product" else "min",
                          simple=simple)
     if not paths:
@@ -296,10 +302,20 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
 
     ends = {graph.node_entity[p.end] for p in paths} - seeds
     allowed = answerable(sorted(ends)) if answerable is not None else ends
+    priors: dict[tuple[tuple[str, bool], ...], float] = {}
+
+    def prior(path: Path) -> float:
+        if pattern_prior is None:
+            return 1.0
+        key = pattern(path)
+        if key not in priors:
+            priors[key] = pattern_prior(key)
+        return priors[key]
+
     def base(path: Path) -> float:
         if combine == "min_last":  # the weakest edge and the last one: the relation the question ends on counts twice
-            return (path.score * graph.scores[path.edges[-1]]) ** 0.5
-        return path.score
+            return (path.score * graph.scores[path.edges[-1]]) ** 0.5 * prior(path)
+        return path.score * prior(path)
 
     def value(path: Path) -> float:
         return base(path) * (1.0 - continuation.get(path.end, 0.0))
@@ -362,13 +378,13 @@ class GraphReading:
         return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e, orientation=self.orientation,
                       caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor)
 
-    def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None
-             ) -> tuple[list[RankedAnswer], list[int]]:
+    def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
+             pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
         """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score, path rule and
-        continuation rule."""
+        continuation rule (and the question's answer-type prior, when given)."""
         return rank_answers(graph, self.tau_p, ratio=self.ratio, by_support=self.by_support, answerable=answerable,
                             within=self.within, combine=self.combine, simple=self.simple,
-                            continuation=self.continuation)
+                            continuation=self.continuation, pattern_prior=pattern_prior)
 
 
 #: the default reading (FoG's defaults)
