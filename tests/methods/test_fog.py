@@ -217,6 +217,34 @@ def test_graph_mode_needs_no_llm_and_grounds_its_answers_in_kg_triples(kg: Embed
     assert model.calls == 0 and again.grounding == "structured" and again.answers
 
 
+def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expects(kg: EmbeddedKG, scorer_dir: Path,
+                                                                                     tmp_path: Path) -> None:
+    import numpy as np
+
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+
+    # a hand-made model, sure that every question asks for a country: only the nationality pattern ends there
+    embedder = offline_embedder(64)
+    types = {("people.person.nationality", False): "country", ("film.director.film", False): "film",
+             ("film.film.directed_by", True): "film"}
+    AnswerTypes(types, ["country", "film"], np.zeros((2, embedder.dim), dtype=np.float32),
+                np.array([8.0, 0.0], dtype=np.float32), "hash:64", embedder.name).save(tmp_path / "types")
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    plain = solve(FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0), question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert "United Kingdom" not in plain.names and not events(plain, "fog.answer_types")
+    typed = FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0, answer_types=str(tmp_path / "types"),
+                answer_type_weight=1.0)
+    pred = solve(typed, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert pred.names == ["United Kingdom"] and pred.grounding == "structured"
+    (odds,) = events(pred, "fog.answer_types")
+    assert odds["best"] == "country" and odds["p"]["country"] > 0.99
+    # weight 0 switches it off
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    off = solve(FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0, answer_types=str(tmp_path / "types"),
+                    answer_type_weight=0.0), question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert off.names == plain.names and not events(off, "fog.answer_types")
+
+
 def test_a_bad_scorer_directory_is_a_config_error_naming_it(kg: EmbeddedKG, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     ctx, _, _ = context(kg, None, embedder=offline_embedder(64))

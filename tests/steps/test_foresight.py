@@ -375,6 +375,27 @@ def test_a_one_hop_question_reads_the_films_when_nothing_relevant_leads_on(film_
     assert {a.pattern for a in ranked} == {(("directed", False),)}
 
 
+def test_a_pattern_prior_decides_between_the_films_and_what_leads_on_from_them(film_kg: EmbeddedKG) -> None:
+    # the scorer reads "the films of D" (0.9) over their actors (0.2 on): a prior that says the question asks for
+    # people (what an answer-type model gives) turns the reading to the longer pattern; a neutral prior changes nothing
+    scores = {("D", "directed", f): 0.9 for f in ("F1", "F2", "F3")}
+    graph = expand(film_kg, ["D"], by_triple(scores, default=0.2), hops=2, tau_e=0.1)
+    asked: list[tuple] = []
+
+    def people(pattern: tuple[tuple[str, bool], ...]) -> float:
+        asked.append(pattern)
+        return 1.0 if pattern[-1] == ("starring", False) else 0.05
+
+    for rule in ("path", "pattern"):
+        ranked, _ = rank_answers(graph, 0.7, within="expanded", continuation=rule, pattern_prior=people)
+        assert {a.pattern for a in ranked} == {(("directed", False), ("starring", False))}, rule
+        assert ranked and not {a.entity for a in ranked} & {"F1", "F2", "F3"}
+        neutral, _ = rank_answers(graph, 0.7, within="expanded", continuation=rule, pattern_prior=lambda _: 1.0)
+        plain, _ = rank_answers(graph, 0.7, within="expanded", continuation=rule)
+        assert [a.entity for a in neutral] == [a.entity for a in plain] == ["F1", "F2", "F3"]
+    assert len(asked) == len(set(asked)) * 2  # once per pattern and reading, not once per walk
+
+
 def test_pattern_continuation_keeps_one_dead_end_film_from_making_the_films_the_answer(tmp_path: Path) -> None:
     # "who starred in D's films": F4 lists no actor, so nothing leads on from it. Read walk by walk, D -> F4 (0.9, no
     # continuation) beats every actor walk (0.6); read pattern by pattern, the films' pattern is penalised by what

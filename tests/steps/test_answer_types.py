@@ -1,0 +1,143 @@
+"""FoG's answer-type prior (kgqa.steps.foresight.answer_types): types induced from a real embedded KG, a classifier
+trained on real (hashing) sentence vectors, saved and loaded, and ``kgqa train answer-types`` / FoG's
+``answer_types`` setting end to end on the demo KG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgqa.cli import main
+from kgqa.kg.base import parse_chain
+from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
+from kgqa.steps.foresight.answer_types import FILE, AnswerTypes, induce_types, mask_mentions, train_answer_types
+from kgqa.steps.foresight.training import TrainingQuestion
+from kgqa.text import HashingEmbedder
+
+FILMS = [f"F{i}" for i in range(8)]
+PEOPLE = [f"P{i}" for i in range(8)]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedKG:
+    # every film has a director and a writer (the same people, shifted by one) and a year; every other one an actor
+    builder = EmbeddedKGBuilder(schema="generic")
+    for i, film in enumerate(FILMS):
+        builder.add_triple(film, "directed_by", PEOPLE[i])
+        builder.add_triple(film, "written_by", PEOPLE[(i + 1) % len(PEOPLE)])
+        builder.add_triple(film, "release_year", f"{1990 + i}")
+        if i % 2 == 0:
+            builder.add_triple(film, "starred_actors", f"A{i}")
+    return builder.build(tmp_path_factory.mktemp("types") / "kg")
+
+
+def question(text: str, topic: str, chain: str, answers: set[str]) -> TrainingQuestion:
+    return TrainingQuestion(text, (topic,), parse_chain(chain), frozenset(answers), source=text, mentions=(topic,))
+
+
+def training_set() -> list[TrainingQuestion]:
+    out = []
+    for i, film in enumerate(FILMS):
+        out.append(question(f"who directed [{film}]", film, "directed_by", {PEOPLE[i]}))
+        out.append(question(f"when was [{film}] released", film, "release_year", {f"{1990 + i}"}))
+    for i, person in enumerate(PEOPLE):
+        out.append(question(f"which films did [{person}] direct", person, "^directed_by", {FILMS[i]}))
+    return out
+
+
+def test_mentions_are_masked_case_insensitively_longest_first() -> None:
+    assert mask_mentions("who directed [The Dark Knight Rises]", ["The Dark Knight", "the dark knight rises"]) == \
+        "who directed X"
+    assert mask_mentions("what did [Nolan] direct", []) == "what did Nolan direct"
+    assert mask_mentions("films of a.b", ["a.b"]) == "films of X"  # a mention is text, not a pattern
+
+
+def test_types_join_ends_whose_entities_can_be_reached_at_the_other(kg: EmbeddedKG) -> None:
+    samples = {("directed_by", False): PEOPLE[:4], ("written_by", False): PEOPLE[4:],
+               ("directed_by", True): FILMS[:4], ("starred_actors", True): FILMS[::2],
+               ("release_year", False): ["1990", "1991"], ("starred_actors", False): ["A0", "A2"]}
+    types = induce_types(kg, samples)
+    assert types[("directed_by", False)] == types[("written_by", False)] == "directed_by"  # the same people
+    assert types[("directed_by", True)] == types[("starred_actors", True)] == "^directed_by"  # films
+    assert types[("release_year", False)] == "release_year" and types[("starred_actors", False)] == "starred_actors"
+    # either way round is enough: only half the films list an actor, but every film with an actor has a director
+    strict = induce_types(kg, {("directed_by", True): FILMS, ("starred_actors", True): FILMS[::2]}, containment=1.0)
+    assert strict[("directed_by", True)] == strict[("starred_actors", True)]
+    # and under the bar both ways, two ends stay apart: directors who also wrote, 1 of 2 sampled each way
+    apart = induce_types(kg, {("directed_by", False): ["P0", "A0"], ("written_by", False): ["P1", "A2"]},
+                         containment=0.6)
+    assert apart[("directed_by", False)] != apart[("written_by", False)]
+
+
+def test_the_classifier_reads_the_type_a_question_asks_for_and_survives_a_save(kg: EmbeddedKG,
+                                                                                tmp_path: Path) -> None:
+    embedder = HashingEmbedder(128)
+    model = train_answer_types(kg, training_set(), embedder, seed=3)
+    assert set(model.classes) == {"directed_by", "release_year", "^directed_by"}
+    # the answers' neighbourhoods type ends no question ends on: written_by with the directors, films by any relation
+    assert model.types[("written_by", False)] == "directed_by"
+    assert model.types[("release_year", True)] == model.types[("written_by", True)] == "^directed_by"
+    new = ["who directed [Heat]", "when was [Heat] released", "which films did [Mann] direct"]
+    probs = model.probabilities(embedder, new, [["Heat"], ["Heat"], ["Mann"]])
+    assert [model.classes[i] for i in probs.argmax(axis=1)] == ["directed_by", "release_year", "^directed_by"]
+    assert np.allclose(probs.sum(axis=1), 1.0)
+
+    model.save(tmp_path / "types")
+    again = AnswerTypes.load(tmp_path / "types")
+    assert np.allclose(again.probabilities(embedder, new, [["Heat"], ["Heat"], ["Mann"]]), probs, atol=1e-6)
+    assert again.meta["training"]["questions"] == len(training_set()) and again.types == model.types
+    # the same seed gives the same model
+    assert np.array_equal(train_answer_types(kg, training_set(), embedder, seed=3).weight, model.weight)
+
+    prior = again.prior(probs[0], 0.5)
+
+    def expected(kind: str) -> float:
+        return max(float(probs[0][again.classes.index(kind)]), 1e-3) ** 0.5
+
+    assert prior((("directed_by", False),)) == pytest.approx(expected("directed_by"))
+    assert prior((("directed_by", False), ("written_by", True))) == pytest.approx(expected("^directed_by"))  # the end
+    assert prior((("starred_actors", False),)) == pytest.approx(1e-3 ** 0.5)  # a type no question ends on
+    assert prior((("no_such_relation", False),)) == 1.0  # an untyped end: no opinion
+    assert again.prior(probs[0], 0.0)((("starred_actors", False),)) == 1.0
+
+
+def test_unreadable_models_and_another_encoder_are_clear_errors(kg: EmbeddedKG, tmp_path: Path) -> None:
+    from kgqa.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not an answer-type model directory"):
+        AnswerTypes.load(tmp_path)
+    (tmp_path / FILE).write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        AnswerTypes.load(tmp_path)
+    model = train_answer_types(kg, training_set(), HashingEmbedder(32), epochs=5)
+    model.save(tmp_path / "m")
+    data = json.loads((tmp_path / "m" / FILE).read_text(encoding="utf-8"))
+    data["bias"] = data["bias"][:-1]
+    (tmp_path / "m" / FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="do not agree"):
+        AnswerTypes.load(tmp_path / "m")
+    with pytest.raises(ConfigError, match="made with encoder 'hash32'"):
+        model.probabilities(HashingEmbedder(64), ["who"], [[]])
+    with pytest.raises(ConfigError, match="no training questions"):
+        train_answer_types(kg, [], HashingEmbedder(32))
+
+
+def test_train_answer_types_and_fog_reading_with_it_on_the_demo_kg(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "types"
+    code = main(["train", "answer-types", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder",
+                 "hash", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    model = AnswerTypes.load(out)
+    assert (model.encoder, model.embedder_name) == ("hash", "hash256") and model.meta["trained_on"]["datasets"] == ["demo"]
+    assert "use it with --method fog --method-config answer_types=" in capsys.readouterr().out
+    # an existing --out and a wrong directory are one-line errors
+    assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    code = main(["ask", "Who directed Inception?", "--method", "fog", "--method-config", "mode=graph",
+                 "--method-config", f"answer_types={tmp_path}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not an answer-type model directory" in err and "Traceback" not in err
