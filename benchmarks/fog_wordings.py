@@ -11,7 +11,9 @@ and tabulates Hits@1, hit and F1 per hop with the gap (test minus reworded Hits@
 reworded sets within 3 points of test.
 
     python benchmarks/fog_wordings.py --kg /tmp/kgs/metaqa --data-dir ../shared/data \\
-        --scorer single=/tmp/fog/p0 --scorer ensemble=/tmp/fog/ens
+        --scorer single=/tmp/fog/p0 --scorer ensemble=/tmp/fog/ens [--method-config KEY=VALUE ...]
+
+``--method-config`` (repeatable) is passed to every run, e.g. ``answer_types=DIR`` for FoG's answer-type prior.
 
 Writes ``benchmarks/results/fog_wordings.{json,md}`` (``--out-dir``, ``--name``); the run directories go to a temporary
 directory unless ``--runs DIR`` keeps them.
@@ -60,7 +62,10 @@ def main() -> None:
     parser.add_argument("--runs", default=None, help="keep the run directories here")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--name", default="fog_wordings")
+    parser.add_argument("--method-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="more FoG settings for every run (repeatable)")
     args = parser.parse_args()
+    settings = [x for item in args.method_config for x in ("--method-config", item)]
     commit = source_commit() or "unknown"  # at the start: the code that ran, even if a commit lands meanwhile
     scorers = []
     for item in args.scorer:
@@ -73,15 +78,15 @@ def main() -> None:
     for name, path in scorers:
         for hop in HOPS:
             reworded = run_eval(f"metaqa-reworded-{hop}hop", path, args.kg, args.data_dir,
-                                runs / f"{name}-reworded-{hop}", [])
+                                runs / f"{name}-reworded-{hop}", settings)
             test = run_eval(f"metaqa-{hop}hop", path, args.kg, args.data_dir, runs / f"{name}-test-{hop}",
-                            ["--limit", str(args.test_limit), "--shuffle", "--seed", str(args.seed)])
+                            ["--limit", str(args.test_limit), "--shuffle", "--seed", str(args.seed), *settings])
             rows.append({"scorer": name, "path": path, "hops": hop, "reworded": reworded, "test": test,
                          "gap": test["hits1"] - reworded["hits1"]})
             print(f"{name} {hop}-hop: test Hits@1 {test['hits1']:.1f}, reworded {reworded['hits1']:.1f}", flush=True)
     meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "kg": args.kg,
-            "test_limit": args.test_limit, "seed": args.seed}
+            "test_limit": args.test_limit, "seed": args.seed, "method_config": args.method_config}
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{args.name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n",
@@ -96,7 +101,8 @@ def main() -> None:
         t, w = r["test"], r["reworded"]
         lines.append(f"| {r['scorer']} | {r['hops']} | {t['hits1']:.1f} | {t['hit']:.1f} | {w['hits1']:.1f} | "
                      f"{w['hit']:.1f} | {w['f1']:.1f} | {r['gap']:.1f} |")
-    lines += ["", "Scorers: " + "; ".join(f"{n} = `{p}`" for n, p in scorers)]
+    lines += ["", "Scorers: " + "; ".join(f"{n} = `{p}`" for n, p in scorers)
+              + (f"; settings: {', '.join(args.method_config)}" if args.method_config else "")]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {out_dir / (args.name + '.md')}")
 

@@ -1,0 +1,140 @@
+"""FoG's answer-type prior at several weights, on the MetaQA dev questions a scorer never saw (and, with
+``--reworded``, on kgqa's reworded test sets): how many graph-mode misses each weight leaves.
+
+Every question is expanded and propagated once; the answers are then read with FoG's default reading and the prior
+of ``--answer-types DIR`` at each ``--weight`` (0 = no prior, the reading without answer types). The dev questions
+are those of ``metaqa-{k}hop`` dev that no member of ``--scorer`` trained on or held out (their scorer.json lists
+them), so the weight is chosen on questions neither the scorer nor (with ``kgqa train answer-types --like SCORER``)
+the answer-type model saw.
+
+    python benchmarks/fog_answer_types.py --kg /work/kgs/metaqa --data-dir ../shared/data \\
+        --scorer /work/models/fog-c --answer-types /work/models/types-c --hops 2 [--reworded]
+
+Writes ``benchmarks/results/{name}_{split}_{hops}.{json,md}`` (``--out-dir``, ``--name``; split is ``dev`` or
+``reworded``): per hop and weight Hits@1, hit and misses, and each question whose hit changed with the weight chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kgqa.provenance import source_commit
+
+WEIGHTS = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+def pattern_names(pattern: Any) -> list[str]:
+    return [("^" if backward else "") + relation for relation, backward in pattern]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kg", required=True, help="an import of MetaQA's kb.txt")
+    parser.add_argument("--data-dir", default=os.environ.get("KGQA_DATA_DIR"))
+    parser.add_argument("--scorer", required=True, help="a FoG scorer or ensemble directory")
+    parser.add_argument("--answer-types", required=True, help="a `kgqa train answer-types` directory")
+    parser.add_argument("--hops", type=int, action="append", help="hops to run (repeatable; default 1, 2, 3)")
+    parser.add_argument("--weight", type=float, action="append", help=f"weights (repeatable; default {WEIGHTS})")
+    parser.add_argument("--compare", type=float, default=1.0, help="the weight whose changed questions are listed")
+    parser.add_argument("--reworded", action="store_true", help="the reworded test sets instead of unseen dev")
+    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--name", default="fog_answer_types")
+    args = parser.parse_args()
+    commit = source_commit() or "unknown"  # at the start: the code that ran, even if a commit lands meanwhile
+    weights = tuple(args.weight or WEIGHTS)
+    hops = tuple(args.hops or (1, 2, 3))
+    if 0.0 not in weights or args.compare not in weights:
+        parser.error("--weight must include 0 and the --compare weight")
+
+    from kgqa.artifacts import ArtifactStore
+    from kgqa.eval.gold_paths import training_questions
+    from kgqa.kg import open_kg
+    from kgqa.steps.answers import presentable
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+    from kgqa.steps.foresight.graph import READING
+    from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
+    from kgqa.text import load_embedder
+
+    scorer = load_scorer(args.scorer)
+    types = AnswerTypes.load(args.answer_types)
+    seen = set().union(*[set(m.meta.get("training_questions", [])) for m in scorer.members])
+    kg = open_kg(args.kg)
+    embedder = load_embedder(types.encoder)
+    labels = LabelVectors(kg, embedder, ArtifactStore().get("label-embeddings", kg=kg, embedder=embedder))
+
+    def answerable(ids: list[str]) -> set[str]:
+        return set(presentable(kg, ids))
+
+    split = "reworded" if args.reworded else "dev"
+    results: list[dict[str, Any]] = []
+    for k in hops:
+        if args.reworded:
+            questions = training_questions([f"metaqa-reworded-{k}hop"], "test", data_dir=args.data_dir).questions
+        else:
+            questions = [q for q in training_questions([f"metaqa-{k}hop"], "dev", data_dir=args.data_dir).questions
+                         if q.source not in seen]
+        started = time.perf_counter()
+        probabilities = types.probabilities(embedder, [q.text for q in questions], [q.mentions for q in questions])
+        counts = {w: [0, 0] for w in weights}
+        changed = []
+        for q, row in zip(questions, probabilities, strict=True):
+            graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
+            scorer.propagate(graph)
+            read = {}
+            for w in weights:
+                ranked, _ = READING.rank(graph, answerable=answerable,
+                                         pattern_prior=types.prior(row, w) if w else None)
+                names = [a.entity for a in ranked]
+                hit1, hit = bool(names) and names[0] in q.answers, bool(set(names) & q.answers)
+                counts[w][0] += hit1
+                counts[w][1] += hit
+                read[w] = (hit, pattern_names(ranked[0].pattern) if ranked else None)
+            if read[0.0][0] != read[args.compare][0]:
+                changed.append({"id": q.source, "text": q.text, "fixed": read[args.compare][0],
+                                "before": read[0.0][1], "after": read[args.compare][1],
+                                "type": types.classes[int(row.argmax())]})
+        n = len(questions)
+        result = {"hops": k, "questions": n, "seconds": round(time.perf_counter() - started, 1),
+                  "weights": {str(w): {"hits1": round(100 * c[0] / n, 2), "hit": round(100 * c[1] / n, 2),
+                                       "misses": n - c[1]} for w, c in counts.items()},
+                  "changed": changed}
+        results.append(result)
+        print(f"{split} {k}-hop: {n} questions, {result['seconds']:.0f} s; misses by weight "
+              + ", ".join(f"{w}: {n - c[1]}" for w, c in counts.items()), flush=True)
+    kg.close()
+    meta = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "split": split}
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.name}_{split}_{''.join(str(k) for k in hops)}"
+    (out_dir / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n",
+                                          encoding="utf-8")
+    what = "reworded test sets" if args.reworded else "MetaQA dev questions no scorer member saw"
+    lines = [f"# FoG answer-type prior by weight: {what} ({meta['date']}, commit {commit})", "",
+             f"Command: `python benchmarks/fog_answer_types.py {shlex.join(sys.argv[1:])}`", "",
+             "| hops | questions | " + " | ".join(f"weight {w}: Hits@1 / hit (misses)" for w in weights) + " |",
+             "|---|---|" + "---|" * len(weights)]
+    for r in results:
+        cells = [f"{v['hits1']:.2f} / {v['hit']:.2f} ({v['misses']})" for v in r["weights"].values()]
+        lines.append(f"| {r['hops']} | {r['questions']} | " + " | ".join(cells) + " |")
+    lines += ["", f"Questions whose hit changed between weight 0 and {args.compare}:", "",
+              "| hops | question | predicted type | pattern before | after | |", "|---|---|---|---|---|---|"]
+    for r in results:
+        for c in r["changed"]:
+            lines.append(f"| {r['hops']} | {c['text']} | {c['type']} | {' '.join(c['before'] or ['-'])} | "
+                         f"{' '.join(c['after'] or ['-'])} | {'fixed' if c['fixed'] else 'broken'} |")
+    (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out_dir / (stem + '.md')}")
+
+
+if __name__ == "__main__":
+    main()
