@@ -137,6 +137,11 @@ def test_train_answer_types_and_fog_reading_with_it_on_the_demo_kg(tmp_path: Pat
     # an existing --out and a wrong directory are one-line errors
     assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
+    assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--containment", "0",
+                 "--out", str(tmp_path / "other")]) == 2
+    assert "--containment must be in (0, 1], got 0.0" in capsys.readouterr().err and not (tmp_path / "other").exists()
+    assert main(["train", "answer-types", "--kg", "demo", "--out", str(tmp_path / "other")]) == 2
+    assert "give --dataset (one or more) or --like SCORERDIR" in capsys.readouterr().err
     code = main(["ask", "Who directed Inception?", "--method", "fog", "--method-config", "mode=graph",
                  "--method-config", f"answer_types={tmp_path}"])
     err = capsys.readouterr().err

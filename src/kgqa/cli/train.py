@@ -1,5 +1,6 @@
 """``kgqa train``: train what a method loads (``kgqa train fog``: FoG's foresight scorer) into a model directory, or
-build it (``kgqa train srp``: SRP's reference base; ``kgqa train ensemble``: scorers combined into one).
+build it (``kgqa train srp``: SRP's reference base; ``kgqa train ensemble``: scorers combined into one; ``kgqa train
+answer-types``: FoG's answer-type prior, MODELDIR/answer_types.json).
 
 ``kgqa train fog --dataset metaqa-1hop --dataset metaqa-2hop --dataset metaqa-3hop --split dev --kg KG --out MODELDIR``
 writes MODELDIR/weights.pt, scorer.json (network shape, encoder, settings, history), config.json (the training
@@ -25,7 +26,7 @@ from kgqa.errors import ConfigError
 
 @click.group("train")
 def train_group() -> None:
-    """Train or build what methods load (FoG's foresight scorer, SRP's reference base)."""
+    """Train or build what methods load (FoG's foresight scorer and answer types, SRP's reference base)."""
 
 
 @train_group.command("fog")
@@ -240,13 +241,16 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--composed-wordings", default="none", show_default=True, metavar="TABLE",
               help="Phrase table composing one more wording of every question from its chain (metaqa, a TOML file, "
                    "or none).")
+@click.option("--containment", type=float, default=0.5, show_default=True,
+              help="Two relation ends are one type when at least this share of the entities sampled at one can be "
+                   "reached at the other (either way round).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Model directory to write.")
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
-                               kg_spec: str | None, encoder: str | None, composed_wordings: str, seed: int,
-                               data_dir: str | None, out_dir: str) -> None:
+                               kg_spec: str | None, encoder: str | None, composed_wordings: str, containment: float,
+                               seed: int, data_dir: str | None, out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
     import random
@@ -257,6 +261,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     from kgqa.steps.foresight.training import composed_copies
     from kgqa.text import load_embedder
 
+    if not 0 < containment <= 1:
+        raise ConfigError(f"--containment must be in (0, 1], got {containment}")
     out = Path(out_dir).expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
@@ -301,7 +307,7 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     kg = open_kg(spec)
     try:
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
-                                   copies=copies, seed=seed, progress=say)
+                                   copies=copies, seed=seed, containment=containment, progress=say)
     finally:
         kg.close()
     command = "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "kgqa train answer-types"

@@ -59,6 +59,12 @@ Where kgqa differs from the paper, and why:
   the answer pattern by how much leads on from its walks' ends on average rather than by its best walk: on unseen
   MetaQA dev it is a wash for the recipe's scorer and lifts 3-hop hit by 0.5-0.6 for three other trainings of it whose
   propagation trained less well, so answers depend less on how one training's propagation came out (docs/fog.md).
+* Answer types (ours, ``answer_types=DIR`` from ``kgqa train answer-types``; off without one): the types of the KG's
+  (relation, direction) ends are induced from the KG and a linear classifier over the encoder's vector of the
+  question (topic masked) predicts which type the question asks for; graph reading multiplies each answer pattern
+  by P(type of its end) ** ``answer_type_weight`` (1, chosen on unseen MetaQA dev). Most misses without it stop a hop
+  early (the films of "who directed the films X starred in"), which the triple scorer cannot see
+  (:mod:`kgqa.steps.foresight.answer_types`, docs/fog.md).
 * ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
   (relation, direction) group there is kept anyway. The paper's expansion then ends empty, and no answer can be right;
   it happens on questions worded unlike the training ones ("Which filmmakers have directed [an actor]?").
