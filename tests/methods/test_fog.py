@@ -238,11 +238,15 @@ def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expe
     assert pred.names == ["United Kingdom"] and pred.grounding == "structured"
     (odds,) = events(pred, "fog.answer_types")
     assert odds["best"] == "country" and odds["p"]["country"] > 0.99
+    explained = typed.explain(pred)
+    assert explained.fields["answer_type"] == "country"
+    assert any(line.startswith("answer type: country (p 1.00;") for line in explained.lines), explained.lines
     # weight 0 switches it off
     ctx, _, _ = context(kg, None, embedder=embedder)
     off = solve(FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0, answer_types=str(tmp_path / "types"),
                     answer_type_weight=0.0), question(FILMS_OF_NOLAN, NOLAN), ctx)
     assert off.names == plain.names and not events(off, "fog.answer_types")
+    assert typed.explain(off).fields["answer_type"] is None
 
 
 def test_a_bad_scorer_directory_is_a_config_error_naming_it(kg: EmbeddedKG, tmp_path: Path,

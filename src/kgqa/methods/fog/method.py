@@ -258,6 +258,11 @@ class FoG(KGQAMethod):
             lines.append(f"memory round {e.get('round')}: {e.get('shown')} shown, {e.get('selected')} selected, "
                          f"{e.get('invented')} invented, answers {e.get('answers') or '-'}"
                          + (f", next: {e.get('next')}" if e.get("next") else ""))
+        typed = events.get("fog.answer_types")
+        if typed:
+            odds = typed.get("p") or {}
+            lines.append(f"answer type: {typed.get('best')} (p {odds.get(typed.get('best'), float('nan')):.2f}; "
+                         "weighs each answer pattern by its end's type)")
         if answer.get("pattern"):
             lines.append(f"answer pattern: {answer['pattern']} ({answer.get('source')})")
         for path in (answer.get("paths") or [])[:3]:
@@ -265,7 +270,8 @@ class FoG(KGQAMethod):
         if answer.get("fallback"):
             lines.append(f"fallback: {answer['fallback']}")
         fields = {"mode": answer.get("mode"), "pattern": answer.get("pattern"), "paths": answer.get("paths"),
-                  "rounds": len(rounds), "source": answer.get("source")}
+                  "rounds": len(rounds), "source": answer.get("source"), "answer_type": typed.get("best") if typed
+                  else None}
         return Explanation(fields=fields, lines=lines)
 
     # -- loading ---------------------------------------------------------------------------------------------------
