@@ -32,10 +32,6 @@ from kgqa.provenance import source_commit
 WEIGHTS = (0.0, 0.1, 0.25, 0.5, 1.0)
 
 
-def pattern_names(pattern: Any) -> list[str]:
-    return [("^" if backward else "") + relation for relation, backward in pattern]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kg", required=True, help="an import of MetaQA's kb.txt")
@@ -59,7 +55,7 @@ def main() -> None:
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg import open_kg
     from kgqa.steps.answers import presentable
-    from kgqa.steps.foresight.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes, end_name
     from kgqa.steps.foresight.graph import READING
     from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
     from kgqa.text import load_embedder
@@ -97,7 +93,7 @@ def main() -> None:
                 hit1, hit = bool(names) and names[0] in q.answers, bool(set(names) & q.answers)
                 counts[w][0] += hit1
                 counts[w][1] += hit
-                read[w] = (hit, pattern_names(ranked[0].pattern) if ranked else None)
+                read[w] = (hit, [end_name(hop) for hop in ranked[0].pattern] if ranked else None)
             if read[0.0][0] != read[args.compare][0]:
                 changed.append({"id": q.source, "text": q.text, "fixed": read[args.compare][0],
                                 "before": read[0.0][1], "after": read[args.compare][1],

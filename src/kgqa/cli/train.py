@@ -15,6 +15,7 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,15 +166,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         from kgqa.steps.foresight.wordings.synonyms import WordNet
 
         WordNet.load(synonyms)  # a missing database is a one-line error before any work
-    out = Path(out_dir).expanduser()
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
-    spec = kg_spec or kgqa_config.get("kg")
-    if not spec:
-        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
-
-    def say(message: str) -> None:
-        click.echo(f"train fog: {message}", err=True)
+    out = _new_out_dir(out_dir)
+    spec = _kg_spec(kg_spec)
+    say = _reporter("train fog")
 
     started = time.perf_counter()
     data = training_questions(list(datasets), split, limit=limit, data_dir=data_dir, seed=seed)
@@ -205,7 +200,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
             f"Hits@1 {validation['hits1']:.1f}, F1 {validation['f1']:.1f}")
     finally:
         kg.close()
-    command = "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "kgqa train fog"
+    command = _command_line("kgqa train fog")
     training = {"command": command, "datasets": list(datasets), "split": split, "limit": limit, "kg": spec,
                 "encoder": encoder, "settings": settings.to_dict(), "net": net.to_dict(), "data": data.describe(),
                 "kgqa_commit": _commit(), "seconds": round(time.perf_counter() - started, 1),
@@ -263,9 +258,7 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
 
     if not 0 < containment <= 1:
         raise ConfigError(f"--containment must be in (0, 1], got {containment}")
-    out = Path(out_dir).expanduser()
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    out = _new_out_dir(out_dir)
     wanted: set[str] | None = None
     if like:
         from kgqa.steps.foresight.scorer import load_scorer
@@ -291,12 +284,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
         from kgqa.steps.foresight.wordings import ChainWordings
 
         ChainWordings.load(table)
-    spec = kg_spec or kgqa_config.get("kg")
-    if not spec:
-        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
-
-    def say(message: str) -> None:
-        click.echo(f"train answer-types: {message}", err=True)
+    spec = _kg_spec(kg_spec)
+    say = _reporter("train answer-types")
 
     started = time.perf_counter()
     data = training_questions(list(datasets), split, limit=None if wanted is not None else limit,
@@ -310,7 +299,7 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
                                    copies=copies, seed=seed, containment=containment, progress=say)
     finally:
         kg.close()
-    command = "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "kgqa train answer-types"
+    command = _command_line("kgqa train answer-types")
     model.meta["trained_on"] = {"command": command, "datasets": list(datasets), "split": split, "kg": spec,
                                 "like": like, "composed_wordings": table, "kgqa_commit": _commit(),
                                 "seconds": round(time.perf_counter() - started, 1)}
@@ -330,9 +319,7 @@ def train_ensemble(members: tuple[str, ...], out_dir: str) -> None:
 
     if len(members) < 2:
         raise ConfigError(f"an ensemble needs at least two --member directories, got {len(members)}")
-    out = Path(out_dir).expanduser()
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    out = _new_out_dir(out_dir)
     paths = [Path(m).expanduser().resolve() for m in members]
     if len(set(paths)) < len(paths):
         raise ConfigError("--member: the same directory is given twice")
@@ -391,13 +378,9 @@ def train_srp(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
             raise ConfigError(f"--out {out}: holds a reference base already; remove it first or choose another "
                               "directory (an existing base is never overwritten)")
         raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
-    spec = kg_spec or kgqa_config.get("kg")
-    if not spec:
-        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
+    spec = _kg_spec(kg_spec)
     names = list(dict.fromkeys(datasets))
-
-    def say(message: str) -> None:
-        click.echo(f"train srp: {message}", err=True)
+    say = _reporter("train srp")
 
     started = time.perf_counter()
     loaded = [(name, load_dataset(name, split=split, data_dir=data_dir)) for name in names]
@@ -480,6 +463,35 @@ def _synonym_line(settings: dict[str, Any]) -> str:
         return "none"
     return (f"{settings['synonyms']}, each word swapped with probability {settings.get('synonym_share', 0.5)} "
             "(WordNet synonyms in a copy of each question)")
+
+
+def _new_out_dir(out_dir: str) -> Path:
+    """``--out`` as a path, refused when it holds anything (a model directory is never written over)."""
+    out = Path(out_dir).expanduser()
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
+    return out
+
+
+def _kg_spec(kg_spec: str | None) -> str:
+    """``--kg`` or the configured kg, refused when neither is set."""
+    spec = kg_spec or kgqa_config.get("kg")
+    if not spec:
+        raise ConfigError("no KG: give --kg (an embedded directory, a SPARQL URL or demo)")
+    return str(spec)
+
+
+def _reporter(command: str) -> Callable[[str], None]:
+    """Progress lines on stderr, prefixed with the command (``train fog: ...``)."""
+    def say(message: str) -> None:
+        click.echo(f"{command}: {message}", err=True)
+
+    return say
+
+
+def _command_line(default: str) -> str:
+    """The command as typed (for a model's record), or ``default`` when there is no argv."""
+    return "kgqa " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else default
 
 
 def _commit() -> str | None:

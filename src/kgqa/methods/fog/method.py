@@ -89,7 +89,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
-from kgqa.errors import KGError
+from kgqa.errors import ConfigError, KGError
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
@@ -97,7 +97,7 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
-from kgqa.steps.foresight.answer_types import AnswerTypes
+from kgqa.steps.foresight.answer_types import AnswerTypes, model_file
 from kgqa.steps.foresight.graph import READING, Caps, ExpandedGraph, GraphReading, PatternPrior, Triple
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.reply import BudgetedModel, ask_reply
@@ -180,11 +180,8 @@ class FoGConfig(MethodConfig):
     def _answer_types_dir(cls, value: str | None) -> str | None:
         if value is None or not str(value).strip():
             return None
-        from kgqa.errors import ConfigError
-        from kgqa.steps.foresight.answer_types import AnswerTypes
-
         try:
-            AnswerTypes.load(value)  # a wrong directory is a one-line error before any question
+            model_file(value)  # a wrong directory is a one-line error before any question; read at the first one
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return str(value)
@@ -224,7 +221,7 @@ class FoG(KGQAMethod):
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
         self._loader = ScorerLoader(self.config.scorer, method="fog")
-        self._types: AnswerTypes | None = None
+        self._types: tuple[AnswerTypes, Any] | None = None
         cfg = self.config
         self.reading = GraphReading(
             hops=cfg.hops, tau_e=cfg.tau_e, tau_p=cfg.tau_p, orientation=cfg.orientation,
@@ -321,18 +318,20 @@ class FoG(KGQAMethod):
         cfg = self.config
         if cfg.answer_types is None or cfg.answer_type_weight == 0:
             return None
-        types = self._answer_types()
-        embedder = labels.embedder if getattr(labels.embedder, "name", None) == types.embedder_name \
-            else load_embedder(types.encoder)
+        types, embedder = self._answer_types(labels.embedder)
         mentions = [t.name for t in question.topic_entities if t.name]
         probabilities = types.probabilities(embedder, [question.text], [mentions])[0]
         ctx.trace.add("fog.answer_types", best=types.classes[int(probabilities.argmax())],
                       p={c: round(float(p), 4) for c, p in zip(types.classes, probabilities, strict=True)})
         return types.prior(probabilities, cfg.answer_type_weight)
 
-    def _answer_types(self) -> AnswerTypes:
+    def _answer_types(self, scorer_embedder: Any) -> tuple[AnswerTypes, Any]:
+        """The answer-type model and the embedder it reads with (the scorer's when it is the same one), loaded
+        once."""
         if self._types is None:
-            self._types = AnswerTypes.load(str(self.config.answer_types))
+            types = AnswerTypes.load(str(self.config.answer_types))
+            same = getattr(scorer_embedder, "name", None) == types.embedder_name
+            self._types = (types, scorer_embedder if same else load_embedder(types.encoder))
         return self._types
 
     def _graph_answer(self, graph: ExpandedGraph, ctx: MethodContext, *, source: str,

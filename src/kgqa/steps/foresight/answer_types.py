@@ -70,16 +70,15 @@ def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, conta
     hop). End A falls in with end B when at least ``containment`` of A's samples also have B's relation in B's
     direction (they could be reached at B), or the other way round; types are the connected groups."""
     ends = sorted(samples)
-    has: dict[tuple[str, End], bool] = {}
+    relations: dict[tuple[str, bool], frozenset[str]] = {}  # one KG call per (entity, direction), whatever the end
 
     def reached_at(entity: str, end: End) -> bool:
-        key = (entity, end)
-        if key not in has:
-            relation, backward = end
-            # reached forwards by r: the entity has r incoming; reached backwards: r outgoing
-            direction = Direction.OUT if backward else Direction.IN
-            has[key] = relation in kg.relations(entity, direction)
-        return has[key]
+        relation, backward = end
+        # reached forwards by r: the entity has r incoming; reached backwards: r outgoing
+        key = (entity, backward)
+        if key not in relations:
+            relations[key] = frozenset(kg.relations(entity, Direction.OUT if backward else Direction.IN))
+        return relation in relations[key]
 
     def share(a: End, b: End) -> float:
         items = samples[a]
@@ -101,6 +100,16 @@ def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, conta
     for end in ends:
         groups.setdefault(root(end), []).append(end)
     return {end: end_name(min(members)) for members in groups.values() for end in members}
+
+
+def model_file(path: str | Path) -> Path:
+    """The ``answer_types.json`` of a model directory (or the file itself), refused with a clear error when absent."""
+    where = Path(path).expanduser()
+    file = where / FILE if where.is_dir() else where
+    if not file.is_file():
+        raise ConfigError(f"answer types {path}: not an answer-type model directory (no {FILE}; make one with "
+                          "`kgqa train answer-types`)")
+    return file
 
 
 @dataclass
@@ -150,11 +159,7 @@ class AnswerTypes:
 
     @classmethod
     def load(cls, path: str | Path) -> AnswerTypes:
-        where = Path(path).expanduser()
-        file = where / FILE if where.is_dir() else where
-        if not file.is_file():
-            raise ConfigError(f"answer types {path}: not an answer-type model directory (no {FILE}; make one with "
-                              "`kgqa train answer-types`)")
+        file = model_file(path)
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
             classes = [str(c) for c in data["classes"]]
