@@ -65,6 +65,13 @@ Where kgqa differs from the paper, and why:
   by P(type of its end) ** ``answer_type_weight`` (1, chosen on unseen MetaQA dev). Most misses without it stop a hop
   early (the films of "who directed the films X starred in"), which the triple scorer cannot see
   (:mod:`kgqa.steps.foresight.answer_types`, docs/fog.md).
+* The typed retry (ours, ``typed_retry``, on when ``answer_types`` is given; graph mode): when the answer pattern
+  ends on a type the question almost surely does not ask for (P < ``typed_retry_below``, 0.01), the question is
+  expanded once more with the likely types' triples (P >= 0.5) kept below tau_e as last hops, and that graph is read
+  if a pattern ends on a likely type there. The scorer sometimes cuts the very relation the question ends on (the
+  genre of "Freedom Writers", the actors of "Haider"): a prior over what was kept cannot bring it back.
+* A self-loop at a topic entity (MetaQA merges a film and its subject: "Lemmy starred_actors Lemmy") is kept, walked
+  both ways, as a last hop; the topic is then an answer through it, and through nothing else.
 * ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
   (relation, direction) group there is kept anyway. The paper's expansion then ends empty, and no answer can be right;
   it happens on questions worded unlike the training ones ("Which filmmakers have directed [an actor]?").
@@ -84,8 +91,10 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
@@ -98,12 +107,41 @@ from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.foresight.answer_types import AnswerTypes, model_file
-from kgqa.steps.foresight.graph import READING, Caps, ExpandedGraph, GraphReading, PatternPrior, Triple
+from kgqa.steps.foresight.graph import (
+    READING,
+    Caps,
+    ExpandedGraph,
+    GraphReading,
+    PatternPrior,
+    RankedAnswer,
+    Triple,
+    pattern_name,
+)
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.reply import BudgetedModel, ask_reply
 from kgqa.text import load_embedder
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
+#: an answer type this likely is one the question asks for (the typed retry's trigger and target)
+TYPED_RETRY_P = 0.5
+
+
+@dataclass(frozen=True)
+class _Typing:
+    """One question's answer-type reading: the model, its P(type) row and the pattern prior made from it."""
+
+    types: AnswerTypes
+    probabilities: np.ndarray
+    prior: PatternPrior
+
+    def end_p(self, ranked: list[RankedAnswer]) -> float | None:
+        """P(type of the answer pattern's end); None when there is no answer or the end is untyped."""
+        return self.types.end_probability(self.probabilities, ranked[0].pattern[-1]) if ranked else None
+
+    def likely_only(self, pattern: tuple[tuple[str, bool], ...]) -> float:
+        """The prior, 0 for a pattern whose end is not of a likely type (the typed retry reads only those)."""
+        p = self.types.end_probability(self.probabilities, pattern[-1]) if pattern else None
+        return self.prior(pattern) if p is not None and p >= TYPED_RETRY_P else 0.0
 
 
 class FoGConfig(MethodConfig):
@@ -157,6 +195,14 @@ class FoGConfig(MethodConfig):
     answer_type_weight: float = Field(default=1.0, ge=0.0, le=4.0,
                                       description="exponent of the answer-type prior (0: no effect; 1 chosen on "
                                                   "unseen MetaQA dev, docs/fog.md)")
+    typed_retry: bool = Field(
+        default=True, description="with answer_types, graph mode: when the answer pattern ends on a type the question "
+        "almost surely does not ask for (P < typed_retry_below), expand again keeping the triples of the likely types "
+        f"(P >= {TYPED_RETRY_P}) below tau_e as last hops, and read that graph if its answer pattern ends on one (ours)")
+    typed_retry_below: float = Field(
+        default=0.01, ge=0.0, le=TYPED_RETRY_P, description="the typed retry's trigger: P(type of the answer pattern's "
+        "end) below this (0.01, set on unseen MetaQA dev: at 0.5 the classifier's confident mistakes, P 0.07, "
+        "retried right readings into wrong ones; docs/fog.md)")
     max_answers: int = Field(default=100, ge=1, description="answers returned at most")
     max_potential: int = Field(default=30, ge=1, description="potential triples shown to the memory manager")
     max_sub_questions: int = Field(default=3, ge=1, le=8, description="sub-questions asked of the decomposition")
@@ -260,6 +306,11 @@ class FoG(KGQAMethod):
             odds = typed.get("p") or {}
             lines.append(f"answer type: {typed.get('best')} (p {odds.get(typed.get('best'), float('nan')):.2f}; "
                          "weighs each answer pattern by its end's type)")
+        retry = events.get("fog.typed_retry")
+        if retry:
+            lines.append(f"typed retry: {retry.get('before') or 'no answer'} (p {retry.get('p_before')}) -> "
+                         f"{retry.get('after') or 'no answer'} (p {retry.get('p_after')}), "
+                         + ("read" if retry.get("used") else "not read: the first reading stands"))
         if answer.get("pattern"):
             lines.append(f"answer pattern: {answer['pattern']} ({answer.get('source')})")
         for path in (answer.get("paths") or [])[:3]:
@@ -268,7 +319,7 @@ class FoG(KGQAMethod):
             lines.append(f"fallback: {answer['fallback']}")
         fields = {"mode": answer.get("mode"), "pattern": answer.get("pattern"), "paths": answer.get("paths"),
                   "rounds": len(rounds), "source": answer.get("source"), "answer_type": typed.get("best") if typed
-                  else None}
+                  else None, "typed_retry": retry.get("used") if retry else None}
         return Explanation(fields=fields, lines=lines)
 
     # -- loading ---------------------------------------------------------------------------------------------------
@@ -292,22 +343,54 @@ class FoG(KGQAMethod):
         scorer, labels = self._load(ctx)
         if ctx.llm is None or not self.uses_llm(getattr(ctx.llm, "name", None) or "remote"):
             graph = self._expand(question.text, [question.text], present, scorer, labels, ctx, round_=1, skip=set())
-            return self._graph_answer(graph, ctx, source="graph mode", prior=self._answer_prior(question, labels, ctx))
+            typing = self._answer_typing(question, labels, ctx)
+            prior = typing.prior if typing else None
+            ranked = self._rank(graph, ctx, prior)
+            if typing is not None and self.config.typed_retry:
+                graph, ranked = self._typed_retry(question, present, scorer, labels, ctx, typing, graph, ranked)
+            return self._graph_answer(graph, ctx, source="graph mode", prior=prior, ranked=ranked)
         return self._with_llm(question, present, scorer, labels, ctx)
 
+    def _typed_retry(self, question: Question, seeds: list[str], scorer: Any, labels: Any, ctx: MethodContext,
+                     typing: _Typing, graph: ExpandedGraph, ranked: list[RankedAnswer]
+                     ) -> tuple[ExpandedGraph, list[RankedAnswer]]:
+        """When the answer pattern ends on a type the question almost surely does not ask for (or there is no
+        answer), expand once more with the likely types' triples kept below tau_e as last hops
+        (:func:`~kgqa.steps.foresight.graph.expand`'s ``typed_ends``), read it with only the patterns ending on a
+        likely type, and keep that reading if there is one. The scorer
+        can cut the relation the question ends on outright (MetaQA: "the genre of Freedom Writers" scores has_genre
+        0.0000 and keeps written_by), which no prior over the kept patterns can undo."""
+        before = typing.end_p(ranked)
+        likely = typing.types.likely_ends(typing.probabilities, TYPED_RETRY_P)
+        if (ranked and (before is None or before >= self.config.typed_retry_below)) or not likely:
+            return graph, ranked
+        retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
+                             typed_ends=likely)
+        retried = self._rank(retry, ctx, typing.likely_only)
+        after = typing.end_p(retried)
+        used = after is not None and after >= TYPED_RETRY_P
+        ctx.trace.add("fog.typed_retry", used=used,
+                      before=pattern_name(ranked[0].pattern) if ranked else None,
+                      p_before=None if before is None else round(before, 4),
+                      after=pattern_name(retried[0].pattern) if retried else None,
+                      p_after=None if after is None else round(after, 4))
+        return (retry, retried) if used else (graph, ranked)
+
     def _expand(self, question: str, sub_questions: list[str], seeds: list[str], scorer: Any, labels: Any,
-                ctx: MethodContext, *, round_: int, skip: set[Triple]) -> ExpandedGraph:
+                ctx: MethodContext, *, round_: int, skip: set[Triple],
+                typed_ends: set[tuple[str, bool]] | None = None) -> ExpandedGraph:
         cfg = self.config
         started = time.perf_counter()
         texts = list(dict.fromkeys([question, *sub_questions]))
         vectors = scorer.questions(labels, texts)
         graph = self.reading.expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), skip=skip,
-                                    filter_scores=cfg.foresight_expansion)
+                                    filter_scores=cfg.foresight_expansion, typed_ends=typed_ends or ())
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")
         potential = sum(1 for s in graph.scores if s > cfg.tau_p)
-        ctx.trace.add("fog.expand", round=round_, sub_questions=texts, scored=graph.scored, kept=len(graph),
+        ctx.trace.add("fog.expand", round=round_, typed=bool(typed_ends), sub_questions=texts, scored=graph.scored,
+                      kept=len(graph),
                       nodes=len(graph.node_entity), layers=max(graph.layers, default=0), cut=dict(graph.cut),
                       potential=potential, propagation=cfg.propagation, expand_s=round(expanded, 4),
                       total_s=round(time.perf_counter() - started, 4))
@@ -315,6 +398,10 @@ class FoG(KGQAMethod):
 
     def _answer_prior(self, question: Question, labels: Any, ctx: MethodContext) -> PatternPrior | None:
         """The answer-type prior of this question (``answer_types``), or None; the trace records the types' odds."""
+        typing = self._answer_typing(question, labels, ctx)
+        return typing.prior if typing else None
+
+    def _answer_typing(self, question: Question, labels: Any, ctx: MethodContext) -> _Typing | None:
         cfg = self.config
         if cfg.answer_types is None or cfg.answer_type_weight == 0:
             return None
@@ -323,7 +410,12 @@ class FoG(KGQAMethod):
         probabilities = types.probabilities(embedder, [question.text], [mentions])[0]
         ctx.trace.add("fog.answer_types", best=types.classes[int(probabilities.argmax())],
                       p={c: round(float(p), 4) for c, p in zip(types.classes, probabilities, strict=True)})
-        return types.prior(probabilities, cfg.answer_type_weight)
+        return _Typing(types, probabilities, types.prior(probabilities, cfg.answer_type_weight))
+
+    def _rank(self, graph: ExpandedGraph, ctx: MethodContext, prior: PatternPrior | None) -> list[RankedAnswer]:
+        ranked, _ = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)),
+                                      pattern_prior=prior)
+        return ranked
 
     def _answer_types(self, scorer_embedder: Any) -> tuple[AnswerTypes, Any]:
         """The answer-type model and the embedder it reads with (the scorer's when it is the same one), loaded
@@ -335,10 +427,12 @@ class FoG(KGQAMethod):
         return self._types
 
     def _graph_answer(self, graph: ExpandedGraph, ctx: MethodContext, *, source: str,
-                      fallback: str | None = None, prior: PatternPrior | None = None) -> Prediction:
+                      fallback: str | None = None, prior: PatternPrior | None = None,
+                      ranked: list[RankedAnswer] | None = None) -> Prediction:
         cfg = self.config
-        ranked, potential = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)),
-                                              pattern_prior=prior)
+        if ranked is None:
+            ranked = self._rank(graph, ctx, prior)
+        potential = sum(1 for s in graph.scores if s > self.reading.tau_p)
         ids = [a.entity for a in ranked]
         items = answer_items(ctx.kg, ids, limit=cfg.max_answers)
         evidence: list[list[str]] = []
@@ -354,9 +448,9 @@ class FoG(KGQAMethod):
                 h, r, t = graph.triples[e]
                 steps.append(f"({names.get(h) or h}, {r}, {names.get(t) or t}) s={graph.scores[e]:.2f}")
             paths.append(" -> ".join(steps))
-        pattern = " -> ".join(("^" if back else "") + rel for rel, back in ranked[0].pattern) if ranked else None
+        pattern = pattern_name(ranked[0].pattern) if ranked else None
         ctx.trace.add("fog.answer", mode="graph", source=source, answers=[i.name for i in items][:20],
-                      pattern=pattern, potential=len(potential), paths=paths[:5], fallback=fallback,
+                      pattern=pattern, potential=potential, paths=paths[:5], fallback=fallback,
                       scores=[round(a.score, 4) for a in ranked[:10]], support=[a.support for a in ranked[:10]],
                       reason=None if items else "no path from a topic ends at a named entity or a value")
         if not items:  # nothing the KG supports: no answer, and no grounding credit for it

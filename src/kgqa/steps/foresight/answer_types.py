@@ -150,6 +150,18 @@ class AnswerTypes:
 
         return prior
 
+    def end_probability(self, probabilities: np.ndarray, end: End) -> float | None:
+        """P(the type of ``end`` | question) from one row of :meth:`probabilities`; None for an untyped end."""
+        kind = self.types.get(end)
+        if kind is None:
+            return None
+        return float(probabilities[self.classes.index(kind)]) if kind in self.classes else 0.0
+
+    def likely_ends(self, probabilities: np.ndarray, threshold: float = 0.5) -> set[End]:
+        """The ends whose type has P >= ``threshold`` for this question (one row of :meth:`probabilities`)."""
+        likely = {kind for kind, p in zip(self.classes, probabilities, strict=True) if float(p) >= threshold}
+        return {end for end, kind in self.types.items() if kind in likely}
+
     def save(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         data = {"encoder": self.encoder, "embedder_name": self.embedder_name, "classes": self.classes,

@@ -102,7 +102,8 @@ class ExpandedGraph:
 
 def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *, hops: int = 3, tau_e: float = 0.1,
            orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
-           filter_scores: bool = True, seed_floor: bool = False) -> ExpandedGraph:
+           filter_scores: bool = True, seed_floor: bool = False, typed_ends: Collection[tuple[str, bool]] = (),
+           typed_limit: int = 2000) -> ExpandedGraph:
     """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
     (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (absorbed into memory
     or rejected by the memory manager) are never expanded.
@@ -110,8 +111,19 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     ``seed_floor``: when no triple at the seeds passes tau_e, the best-scored (relation, direction) group there is kept
     anyway (``cut["seed_floor"]`` counts its triples). The answer is reachable from a topic, so an empty first layer is
     always a wrong reading; it happens when a question is worded unlike any the scorer was trained on, and the layers
-    beyond are then scored as usual."""
+    beyond are then scored as usual.
+
+    ``typed_ends`` ((relation, backward) groups whose end has the type the question asks for): at every layer their
+    triples below tau_e are kept too, at most ``typed_limit`` per layer (the best-scored; ``cut["typed_limit"]``
+    counts the rest), as *terminal* edges: their far nodes are candidate answers and are not expanded from
+    (``cut["typed_floor"]`` counts them). A relation the scorer cut at the last hop can then still end a walk.
+
+    A self-loop at a seed (MetaQA: "Lemmy starred_actors Lemmy", a film named after its star) is scored like any
+    other triple and, when kept, is a terminal edge, walked both ways (the film's actor, the actor's film): the seed
+    is then the answer the KG gives (to readings whose paths may revisit an entity: ``simple=False``, FoG's), while
+    every other way back to a seed is left out."""
     graph = ExpandedGraph(seeds=list(dict.fromkeys(seeds)), orientation=orientation)
+    typed = set(typed_ends)
     seed_set = set(graph.seeds)
     frontier = [graph.node(s, 0) for s in graph.seeds]
     frontier_score = dict.fromkeys(frontier, 1.0)
@@ -138,6 +150,10 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
             keep = np.asarray([row for row in range(len(candidates))
                                if (triples[row][1], bool(backward[row])) == group], dtype=np.int64)
             graph.count("seed_floor", len(keep))
+        terminal = _typed_floor(triples, backward, scores, keep, typed, typed_limit, graph) if typed else set()
+        if terminal:
+            keep = np.sort(np.concatenate([keep, np.fromiter(terminal, dtype=np.int64, count=len(terminal))]))
+        terminal.update(row for row in keep.tolist() if triples[row][0] == triples[row][2])  # self-loops
         graph.count("below_tau_e", len(candidates) - len(keep))
         kept_rows: list[int] = []
         next_frontier: dict[int, float] = {}
@@ -157,11 +173,27 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
             graph.edge_layer.append(depth)
             graph.initial.append(float(scores[row]))
             kept_rows.append(row)
-            next_frontier[far] = max(next_frontier.get(far, 0.0), float(scores[row]) * frontier_score.get(near, 1.0))
+            if row not in terminal:
+                next_frontier[far] = max(next_frontier.get(far, 0.0),
+                                         float(scores[row]) * frontier_score.get(near, 1.0))
         graph.payloads.append((payload, np.asarray(kept_rows, dtype=np.int64)))
         frontier, frontier_score = list(next_frontier), next_frontier
     graph.scores = list(graph.initial)
     return graph
+
+
+def _typed_floor(triples: list[Triple], backward: np.ndarray, scores: np.ndarray, keep: np.ndarray,
+                 typed: set[tuple[str, bool]], limit: int, graph: ExpandedGraph) -> set[int]:
+    """The rows of typed groups that tau_e cut, best-scored first, at most ``limit`` (see :func:`expand`)."""
+    kept = set(keep.tolist())
+    rows = [row for row in range(len(triples))
+            if row not in kept and (triples[row][1], bool(backward[row])) in typed]
+    if len(rows) > limit:
+        rows.sort(key=lambda row: -float(scores[row]))
+        graph.count("typed_limit", len(rows) - limit)
+        rows = rows[:limit]
+    graph.count("typed_floor", len(rows))
+    return set(rows)
 
 
 def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], depth: int, caps: Caps,
@@ -193,7 +225,7 @@ def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], dep
                     others = others[:max(room, 0)]
                 per_node[node] = per_node.get(node, 0) + len(others)
             for other in others:
-                if other in seeds:
+                if other in seeds and not (depth == 1 and other == entity):  # a seed's self-loop stays (both ways)
                     continue
                 triple = (other, relation, entity) if back else (entity, relation, other)
                 if triple in skip:
@@ -250,6 +282,11 @@ class RankedAnswer:
     pattern: tuple[tuple[str, bool], ...]  # (relation, backward) per hop of its best path
 
 
+def pattern_name(pattern: Sequence[tuple[str, bool]]) -> str:
+    """An answer pattern as the trace writes it: "written_by -> ^written_by -> directed_by" (^: walked backward)."""
+    return " -> ".join(("^" if back else "") + relation for relation, back in pattern)
+
+
 def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_paths: int = 20000,
                  by_support: bool = True, answerable: Callable[[list[str]], set[str]] | None = None,
                  within: Literal["potential", "expanded"] = "potential",
@@ -300,7 +337,12 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
     def pattern(path: Path) -> tuple[tuple[str, bool], ...]:
         return tuple((graph.triples[e][1], graph.backward[e]) for e in path.edges)
 
-    ends = {graph.node_entity[p.end] for p in paths} - seeds
+    def reaches(path: Path) -> bool:  # a seed is an answer only through its self-loop (see expand)
+        entity = graph.node_entity[path.end]
+        return entity not in seeds or (len(path.edges) == 1 and graph.triples[path.edges[0]][0] == entity)
+
+    paths = [p for p in paths if reaches(p)]
+    ends = {graph.node_entity[p.end] for p in paths}
     allowed = answerable(sorted(ends)) if answerable is not None else ends
     priors: dict[tuple[tuple[str, bool], ...], float] = {}
 
@@ -373,10 +415,12 @@ class GraphReading:
     continuation: Literal["path", "pattern"] = "pattern"
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
-               skip: Collection[Triple] = (), filter_scores: bool = True) -> ExpandedGraph:
+               skip: Collection[Triple] = (), filter_scores: bool = True,
+               typed_ends: Collection[tuple[str, bool]] = ()) -> ExpandedGraph:
         """:func:`expand` with this reading's hop budget, tau_e, orientation, caps and seed floor."""
         return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e, orientation=self.orientation,
-                      caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor)
+                      caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor,
+                      typed_ends=typed_ends)
 
     def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
              pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
