@@ -249,6 +249,42 @@ def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expe
     assert typed.explain(off).fields["answer_type"] is None
 
 
+def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_aside_otherwise(
+        kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+
+    # the same hand-made model, sure every question asks for a country; tau_e = 1 cuts every triple, so the seed
+    # floor keeps one relation at the topic, and its pattern does not end on a country
+    embedder = offline_embedder(64)
+    types = {("people.person.nationality", False): "country", ("film.director.film", False): "film",
+             ("film.film.directed_by", True): "film", ("award.award_winner.awards_won", False): "film"}
+    AnswerTypes(types, ["country", "film"], np.zeros((2, embedder.dim), dtype=np.float32),
+                np.array([8.0, 0.0], dtype=np.float32), "hash:64", embedder.name).save(tmp_path / "types")
+    settings = {"mode": "graph", "scorer": str(scorer_dir), "tau_e": 1.0, "answer_types": str(tmp_path / "types")}
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    without = solve(FoG(**settings, typed_retry=False), question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert without.answers and "United Kingdom" not in without.names and not events(without, "fog.typed_retry")
+    method = FoG(**settings)
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert pred.names == ["United Kingdom"] and pred.grounding == "structured"
+    assert pred.evidence == [["m.nolan", "people.person.nationality", "m.uk"]]
+    (retry,) = events(pred, "fog.typed_retry")
+    assert retry["used"] is True and retry["after"] == "people.person.nationality" and retry["p_before"] < 0.5
+    first, second = events(pred, "fog.expand")
+    assert first["typed"] is False and second["typed"] is True and second["cut"]["typed_floor"] == 1
+    explained = method.explain(pred)
+    assert explained.fields["typed_retry"] is True
+    assert any(line.startswith("typed retry: ") and line.endswith(", read") for line in explained.lines)
+    # a reading that already ends on the expected type is left alone: no second expansion
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    settled = solve(FoG(**{**settings, "tau_e": 0.0}), question(FILMS_OF_NOLAN, NOLAN), ctx)
+    assert settled.names == ["United Kingdom"] and not events(settled, "fog.typed_retry")
+    assert len(events(settled, "fog.expand")) == 1
+
+
 def test_a_bad_scorer_directory_is_a_config_error_naming_it(kg: EmbeddedKG, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     ctx, _, _ = context(kg, None, embedder=offline_embedder(64))

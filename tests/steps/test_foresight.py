@@ -209,6 +209,47 @@ def test_seed_floor_keeps_the_best_relation_at_the_seeds_only_when_nothing_passe
     assert "seed_floor" not in kept.cut and {t[1] for t in kept.triples} == {"p"}
 
 
+def test_typed_ends_keep_their_cut_triples_as_last_hops_that_are_not_expanded(hub_kg: EmbeddedKG) -> None:
+    scores = {("h", "t", "t0"): 0.01, ("h", "t", "t1"): 0.005}  # t is cut by tau_e; everything else passes
+    plain = expand(hub_kg, ["h"], by_triple(scores), hops=2, tau_e=0.1)
+    assert not {("h", "t", "t0"), ("h", "t", "t1")} & set(plain.triples) and "typed_floor" not in plain.cut
+    typed = expand(hub_kg, ["h"], by_triple(scores), hops=2, tau_e=0.1, typed_ends={("t", False)})
+    assert {("h", "t", "t0"), ("h", "t", "t1")} <= set(typed.triples)
+    assert plain.cut["below_tau_e"] == 2 and typed.cut["typed_floor"] == 2 and "below_tau_e" not in typed.cut
+    assert ("t0", "u", "z") not in typed.triples and "z" not in typed.node_entity  # a typed last hop leads nowhere
+    assert len(typed) == len(plain) + 2
+    # the limit keeps the best-scored and counts the rest
+    limited = expand(hub_kg, ["h"], by_triple(scores), hops=1, tau_e=0.1, typed_ends={("t", False)}, typed_limit=1)
+    assert ("h", "t", "t0") in limited.triples and ("h", "t", "t1") not in limited.triples
+    assert limited.cut["typed_floor"] == 1 and limited.cut["typed_limit"] == 1
+    # a typed group further out: cut at layer 2, kept there as last hops; the wrong direction is not typed
+    far = expand(hub_kg, ["h"], by_relation({"s": 0.0}), hops=2, tau_e=0.1, typed_ends={("s", False), ("r", True)})
+    assert far.cut["typed_floor"] == 50 and sum(1 for t in far.triples if t[1] == "s") == 50
+
+
+def test_a_seed_self_loop_is_kept_both_ways_as_a_last_hop_and_only_through_it_is_the_seed_an_answer(
+        tmp_path: Path) -> None:
+    kg = build_kg(tmp_path / "kg", [("lemmy", "starred", "lemmy"), ("film", "starred", "lemmy"),
+                                    ("film", "genre", "metal")])
+    graph = expand(kg, ["lemmy"], by_relation({}), hops=2, tau_e=0.1)
+    loops = [(t, b) for t, b, layer in zip(graph.triples, graph.backward, graph.layers, strict=True)
+             if t == ("lemmy", "starred", "lemmy")]
+    assert sorted(loops) == [(("lemmy", "starred", "lemmy"), False), (("lemmy", "starred", "lemmy"), True)]
+    loop_node = graph.find("lemmy", 1)
+    assert loop_node is not None and loop_node not in graph.near  # not expanded from: no copy of the seed's layer
+    assert all(graph.node_entity[n] != "lemmy" for n, d in zip(graph.far, graph.layers, strict=True) if d > 1)
+    # FoG's reading (paths may pass an entity twice): the film's star is the seed, the film an intermediate
+    ranked, _ = rank_answers(graph, 0.5, simple=False,
+                             pattern_prior=lambda pattern: 1.0 if pattern == (("starred", True),) else 0.1)
+    assert [a.entity for a in ranked] == ["lemmy"] and ranked[0].pattern == (("starred", True),)
+    assert len(ranked[0].path.edges) == 1
+    # simple paths never revisit an entity, the seed included
+    assert "lemmy" not in {a.entity for a in rank_answers(graph, 0.5)[0]}
+    # the paper's orientation has one node per entity: the loop would point back at the seed, and is dropped
+    shortest = expand(kg, ["lemmy"], by_relation({}), hops=2, tau_e=0.1, orientation="shortest")
+    assert ("lemmy", "starred", "lemmy") not in shortest.triples and shortest.cut["not_away_from_seeds"] == 2
+
+
 def test_filter_scores_false_keeps_every_triple_and_skip_is_never_expanded(hub_kg: EmbeddedKG) -> None:
     plain = expand(hub_kg, ["h"], by_relation({"t": 0.0, "s": 0.0, "u": 0.0}), hops=2, tau_e=0.5,
                    filter_scores=False)
