@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--weight", type=float, action="append", help=f"weights (repeatable; default {WEIGHTS})")
     parser.add_argument("--compare", type=float, default=1.0, help="the weight whose changed questions are listed")
     parser.add_argument("--reworded", action="store_true", help="the reworded test sets instead of unseen dev")
+    parser.add_argument("--typed-retry", action="store_true",
+                        help="also run FoG itself at the --compare weight with its typed retry (a column 'retry')")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--name", default="fog_answer_types")
     args = parser.parse_args()
@@ -52,8 +54,10 @@ def main() -> None:
         parser.error("--weight must include 0 and the --compare weight")
 
     from kgqa.artifacts import ArtifactStore
+    from kgqa.core import GoldAnswer, MethodContext, Question, TopicEntity
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg import open_kg
+    from kgqa.methods.fog.method import FoG
     from kgqa.steps.answers import presentable
     from kgqa.steps.foresight.answer_types import AnswerTypes, end_name
     from kgqa.steps.foresight.graph import READING
@@ -70,6 +74,24 @@ def main() -> None:
     def answerable(ids: list[str]) -> set[str]:
         return set(presentable(kg, ids))
 
+    fog = FoG(scorer=args.scorer, mode="graph", answer_types=args.answer_types, answer_type_weight=args.compare,
+              typed_retry=True) if args.typed_retry else None
+    fog_ctx = MethodContext(kg=kg, llm=None, artifacts=ArtifactStore())  # type: ignore[arg-type]
+
+    def fog_reading(q: Any) -> tuple[bool, bool, list[str] | None, bool]:
+        """FoG's own graph-mode answer: (hit@1, hit, pattern, whether the typed retry was read)."""
+        question = Question(id=q.source, text=q.text, answers=[GoldAnswer(id=a, name=a) for a in q.answers],
+                            topic_entities=[TopicEntity(id=t, name=q.mentions[i] if i < len(q.mentions) else t)
+                                            for i, t in enumerate(q.topics)])
+        ctx = fog_ctx.for_question()
+        prediction = fog.answer(question, ctx)  # type: ignore[union-attr]
+        names = [a.id for a in prediction.answers]
+        events = {e.get("step"): e for e in ctx.trace}
+        pattern = (events.get("fog.answer") or {}).get("pattern")
+        used = bool((events.get("fog.typed_retry") or {}).get("used"))
+        return (bool(names) and names[0] in q.answers, bool(set(names) & q.answers),
+                pattern.replace(" -> ", " ").split() if pattern else None, used)
+
     split = "reworded" if args.reworded else "dev"
     results: list[dict[str, Any]] = []
     for k in hops:
@@ -80,7 +102,10 @@ def main() -> None:
                          if q.source not in seen]
         started = time.perf_counter()
         probabilities = types.probabilities(embedder, [q.text for q in questions], [q.mentions for q in questions])
-        counts = {w: [0, 0] for w in weights}
+        counts: dict[Any, list[int]] = {w: [0, 0] for w in weights}
+        if fog is not None:
+            counts["retry"] = [0, 0]
+        retried = []
         changed = []
         for q, row in zip(questions, probabilities, strict=True):
             graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
@@ -94,6 +119,14 @@ def main() -> None:
                 counts[w][0] += hit1
                 counts[w][1] += hit
                 read[w] = (hit, [end_name(hop) for hop in ranked[0].pattern] if ranked else None)
+            if fog is not None:
+                hit1, hit, pattern, used = fog_reading(q)
+                counts["retry"][0] += hit1
+                counts["retry"][1] += hit
+                if used or hit != read[args.compare][0]:
+                    retried.append({"id": q.source, "text": q.text, "fixed": hit, "was": read[args.compare][0],
+                                    "before": read[args.compare][1], "after": pattern, "used": used,
+                                    "type": types.classes[int(row.argmax())]})
             if read[0.0][0] != read[args.compare][0]:
                 changed.append({"id": q.source, "text": q.text, "fixed": read[args.compare][0],
                                 "before": read[0.0][1], "after": read[args.compare][1],
@@ -102,7 +135,7 @@ def main() -> None:
         result = {"hops": k, "questions": n, "seconds": round(time.perf_counter() - started, 1),
                   "weights": {str(w): {"hits1": round(100 * c[0] / n, 2), "hit": round(100 * c[1] / n, 2),
                                        "misses": n - c[1]} for w, c in counts.items()},
-                  "changed": changed}
+                  "changed": changed, "retried": retried}
         results.append(result)
         print(f"{split} {k}-hop: {n} questions, {result['seconds']:.0f} s; misses by weight "
               + ", ".join(f"{w}: {n - c[1]}" for w, c in counts.items()), flush=True)
@@ -117,8 +150,9 @@ def main() -> None:
     what = "reworded test sets" if args.reworded else "MetaQA dev questions no scorer member saw"
     lines = [f"# FoG answer-type prior by weight: {what} ({meta['date']}, commit {commit})", "",
              f"Command: `python benchmarks/fog_answer_types.py {shlex.join(sys.argv[1:])}`", "",
-             "| hops | questions | " + " | ".join(f"weight {w}: Hits@1 / hit (misses)" for w in weights) + " |",
-             "|---|---|" + "---|" * len(weights)]
+             "| hops | questions | " + " | ".join(f"weight {w}: Hits@1 / hit (misses)" for w in weights)
+             + (f" | FoG, weight {args.compare} + typed retry |" if fog is not None else " |"),
+             "|---|---|" + "---|" * (len(weights) + (fog is not None))]
     for r in results:
         cells = [f"{v['hits1']:.2f} / {v['hit']:.2f} ({v['misses']})" for v in r["weights"].values()]
         lines.append(f"| {r['hops']} | {r['questions']} | " + " | ".join(cells) + " |")
@@ -128,6 +162,17 @@ def main() -> None:
         for c in r["changed"]:
             lines.append(f"| {r['hops']} | {c['text']} | {c['type']} | {' '.join(c['before'] or ['-'])} | "
                          f"{' '.join(c['after'] or ['-'])} | {'fixed' if c['fixed'] else 'broken'} |")
+    if fog is not None:
+        lines += ["", f"Questions the typed retry was read for, or whose hit differs from weight {args.compare}'s "
+                  "reading (retry column):", "",
+                  "| hops | question | predicted type | pattern before | FoG's | retry read | |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in results:
+            for c in r["retried"]:
+                verdict = "fixed" if c["fixed"] and not c["was"] else "broken" if c["was"] and not c["fixed"] \
+                    else "still right" if c["fixed"] else "still wrong"
+                lines.append(f"| {r['hops']} | {c['text']} | {c['type']} | {' '.join(c['before'] or ['-'])} | "
+                             f"{' '.join(c['after'] or ['-'])} | {'yes' if c['used'] else 'no'} | {verdict} |")
     (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {out_dir / (stem + '.md')}")
 
