@@ -278,6 +278,19 @@ def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_as
     explained = method.explain(pred)
     assert explained.fields["typed_retry"] is True
     assert any(line.startswith("typed retry: ") and line.endswith(", read") for line in explained.lines)
+    # only the last hop is re-read: from Inception the country lies two hops out, behind the director the first
+    # reading answered with, and a retry may not walk on past that reading's answer
+    types[("film.director.film", True)] = "person"
+    types[("film.film.directed_by", False)] = "person"
+    AnswerTypes(types, ["country", "film", "person"], np.zeros((3, embedder.dim), dtype=np.float32),
+                np.array([8.0, 0.0, 0.0], dtype=np.float32), "hash:64", embedder.name).save(tmp_path / "types")
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    inception = question("Where is the director of Inception from?", ("m.inception", "Inception"))
+    kept = solve(FoG(**settings), inception, ctx)
+    (retry,) = events(kept, "fog.typed_retry")
+    assert retry["used"] is False and retry["before"] in {"^film.director.film", "film.film.directed_by"}
+    assert events(kept, "fog.expand")[1]["cut"]["typed_floor"] >= 1  # the nationality was there to walk to
+    assert kept.names == ["Christopher Nolan"]
     # a reading that already ends on the expected type is left alone: no second expansion
     ctx, _, _ = context(kg, None, embedder=embedder)
     settled = solve(FoG(**{**settings, "tau_e": 0.0}), question(FILMS_OF_NOLAN, NOLAN), ctx)

@@ -68,8 +68,9 @@ Where kgqa differs from the paper, and why:
 * The typed retry (ours, ``typed_retry``, on when ``answer_types`` is given; graph mode): when the answer pattern
   ends on a type the question almost surely does not ask for (P < ``typed_retry_below``, 0.01), the question is
   expanded once more with the likely types' triples (P >= 0.5) kept below tau_e as last hops, and that graph is read
-  if a pattern ends on a likely type there. The scorer sometimes cuts the very relation the question ends on (the
-  genre of "Freedom Writers", the actors of "Haider"): a prior over what was kept cannot bring it back.
+  if a pattern with the first reading's hops but the last ends on a likely type there (only the last hop is
+  re-read). The scorer sometimes cuts the very relation the question ends on (the genre of "Freedom Writers", the
+  author of "The Appeared"): a prior over what was kept cannot bring it back.
 * A self-loop at a topic entity (MetaQA merges a film and its subject: "Lemmy starred_actors Lemmy") is kept, walked
   both ways, as a last hop; the topic is then an answer through it, and through nothing else.
 * ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
@@ -198,7 +199,8 @@ class FoGConfig(MethodConfig):
     typed_retry: bool = Field(
         default=True, description="with answer_types, graph mode: when the answer pattern ends on a type the question "
         "almost surely does not ask for (P < typed_retry_below), expand again keeping the triples of the likely types "
-        f"(P >= {TYPED_RETRY_P}) below tau_e as last hops, and read that graph if its answer pattern ends on one (ours)")
+        f"(P >= {TYPED_RETRY_P}) below tau_e as last hops, and read that graph if a pattern with the same hops but the "
+        "last ends on one (ours)")
     typed_retry_below: float = Field(
         default=0.01, ge=0.0, le=TYPED_RETRY_P, description="the typed retry's trigger: P(type of the answer pattern's "
         "end) below this (0.01, set on unseen MetaQA dev: at 0.5 the classifier's confident mistakes, P 0.07, "
@@ -356,19 +358,26 @@ class FoG(KGQAMethod):
                      ) -> tuple[ExpandedGraph, list[RankedAnswer]]:
         """When the answer pattern ends on a type the question almost surely does not ask for (or there is no
         answer), expand once more with the likely types' triples kept below tau_e as last hops
-        (:func:`~kgqa.steps.foresight.graph.expand`'s ``typed_ends``), read it with only the patterns ending on a
-        likely type, and keep that reading if there is one. The scorer
-        can cut the relation the question ends on outright (MetaQA: "the genre of Freedom Writers" scores has_genre
-        0.0000 and keeps written_by), which no prior over the kept patterns can undo."""
+        (:func:`~kgqa.steps.foresight.graph.expand`'s ``typed_ends``), read it with only the patterns that keep
+        the first reading's hops but the last and end on a likely type, and keep that reading if there is one. The
+        scorer can cut the relation the question ends on outright (MetaQA: "the genre of Freedom Writers" scores
+        has_genre 0.0000 and keeps written_by), which no prior over the kept patterns can undo. Only the last hop is
+        re-read: a retry free to walk on past a right answer turned "We're No Angels was helmed by whom?" (directed_by,
+        right; the classifier, wrongly, sure of films) into the films its directors wrote."""
         before = typing.end_p(ranked)
         likely = typing.types.likely_ends(typing.probabilities, TYPED_RETRY_P)
         if (ranked and (before is None or before >= self.config.typed_retry_below)) or not likely:
             return graph, ranked
+        prefix = ranked[0].pattern[:-1] if ranked else None
+
+        def last_hop_only(pattern: tuple[tuple[str, bool], ...]) -> float:
+            return typing.likely_only(pattern) if prefix is None or pattern[:-1] == prefix else 0.0
+
         retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
                              typed_ends=likely)
-        retried = self._rank(retry, ctx, typing.likely_only)
+        retried = self._rank(retry, ctx, last_hop_only)
         after = typing.end_p(retried)
-        used = after is not None and after >= TYPED_RETRY_P
+        used = after is not None and after >= TYPED_RETRY_P and last_hop_only(retried[0].pattern) > 0
         ctx.trace.add("fog.typed_retry", used=used,
                       before=pattern_name(ranked[0].pattern) if ranked else None,
                       p_before=None if before is None else round(before, 4),
