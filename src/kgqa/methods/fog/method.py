@@ -71,8 +71,9 @@ Where kgqa differs from the paper, and why:
   if a pattern with the first reading's hops but the last ends on a likely type there (only the last hop is
   re-read). The scorer sometimes cuts the very relation the question ends on (the genre of "Freedom Writers", the
   author of "The Appeared"): a prior over what was kept cannot bring it back.
-* A self-loop at a topic entity (MetaQA merges a film and its subject: "Lemmy starred_actors Lemmy") is kept, walked
-  both ways, as a last hop; the topic is then an answer through it, and through nothing else.
+* A self-loop at a topic entity (MetaQA merges a film and its subject: "Lemmy starred_actors Lemmy") is expanded,
+  walked both ways, like any other triple; the topic is then an answer through it (and through nothing else), and
+  walks go on through it ("the actors of the screenwriter Antwone Fisher": his film is himself).
 * ``seed_floor`` (ours, on by default): when no triple at the topic entities passes tau_e, the best-scored
   (relation, direction) group there is kept anyway. The paper's expansion then ends empty, and no answer can be right;
   it happens on questions worded unlike the training ones ("Which filmmakers have directed [an actor]?").

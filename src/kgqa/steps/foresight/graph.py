@@ -118,10 +118,12 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     counts the rest), as *terminal* edges: their far nodes are candidate answers and are not expanded from
     (``cut["typed_floor"]`` counts them). A relation the scorer cut at the last hop can then still end a walk.
 
-    A self-loop at a seed (MetaQA: "Lemmy starred_actors Lemmy", a film named after its star) is scored like any
-    other triple and, when kept, is a terminal edge, walked both ways (the film's actor, the actor's film): the seed
-    is then the answer the KG gives (to readings whose paths may revisit an entity: ``simple=False``, FoG's), while
-    every other way back to a seed is left out."""
+    A self-loop at a seed (MetaQA merges a person and the film about them: "Lemmy starred_actors Lemmy") is scored
+    like any other triple at the seeds and walked both ways (the film's actor, the actor's film); the seed reached
+    through it is a node like any other, expanded further ("the actors of the screenwriter Antwone Fisher": his
+    film, through "Antwone Fisher written_by Antwone Fisher", then its actors). The seed is then an answer the KG
+    gives (to readings whose paths may revisit an entity: ``simple=False``, FoG's); every other way back to a seed
+    is left out."""
     graph = ExpandedGraph(seeds=list(dict.fromkeys(seeds)), orientation=orientation)
     typed = set(typed_ends)
     seed_set = set(graph.seeds)
@@ -153,7 +155,6 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
         terminal = _typed_floor(triples, backward, scores, keep, typed, typed_limit, graph) if typed else set()
         if terminal:
             keep = np.sort(np.concatenate([keep, np.fromiter(terminal, dtype=np.int64, count=len(terminal))]))
-        terminal.update(row for row in keep.tolist() if triples[row][0] == triples[row][2])  # self-loops
         graph.count("below_tau_e", len(candidates) - len(keep))
         kept_rows: list[int] = []
         next_frontier: dict[int, float] = {}
