@@ -328,6 +328,18 @@ def ask_args(kg: EmbeddedKG, scorer: Path) -> list[str]:
             "--method-config", "mode=graph", "--method-config", f"scorer={scorer}"]
 
 
+def test_kgqa_ask_gives_the_scorer_the_question_without_the_topic_brackets(kg: EmbeddedKG, scorer_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    args = ["ask", "Which films did [Christopher Nolan] direct?", "--kg", str(kg.directory), "--method", "fog",
+            "--method-config", "mode=graph", "--method-config", f"scorer={scorer_dir}", "--trace", str(trace)]
+    assert main(args) == 0
+    written = json.loads(trace.read_text())
+    assert [t["id"] for t in written["topics"]] == ["m.nolan"]  # the brackets still mark the mention for linking
+    (expansion,) = [e for e in written["trace"] if e["step"] == "fog.expand"]
+    assert expansion["sub_questions"] == [FILMS_OF_NOLAN]
+
+
 def test_a_scorer_directory_with_unreadable_weights_is_a_config_error(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "broken"

@@ -172,6 +172,15 @@ def test_an_llm_only_method_needs_no_topic(server: Any) -> None:
     assert body["grounding"] == "parametric" and body["graph"]["nodes"] == [] and body["kg"] is None
 
 
+def test_the_method_reads_the_question_without_the_topic_brackets(server: Any) -> None:
+    with server.client() as client:
+        body = client.post("/v1/ask", json={"question": "Who directed [Inception]?", "method": "io"}).json()
+        assert [a["name"] for a in body["answers"]] == ["Christopher Nolan"]
+        calls = client.get(f"/v1/traces/{body['trace_id']}").json()["llm_calls"]
+    prompt = calls[0]["messages"][-1]["content"]
+    assert "Who directed Inception?" in prompt and "[Inception]" not in prompt
+
+
 def test_a_method_error_is_returned_as_json_with_its_trace(server: Any) -> None:
     with server.client() as client:
         response = client.post("/v1/ask", json={"question": "What is the airspeed of a swallow?", "method": "io"})

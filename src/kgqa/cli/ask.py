@@ -75,7 +75,9 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
         from kgqa.text import load_embedder
 
         text_embedder = load_embedder(embedder)
-    q = Question(id="ask", text=question, topic_entities=topic_entities)
+    from kgqa.steps.linking import question_text
+
+    q = Question(id="ask", text=question_text(question), topic_entities=topic_entities)
     ctx = MethodContext(kg=kg, llm=model, embedder=text_embedder, seed=seed, recorder=recorder,
                         artifacts=_artifact_store(needs.artifacts))
     prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")

@@ -304,7 +304,9 @@ class AskService:
                           "llm_calls": [], "elapsed_s": time.perf_counter() - started}
                 self.traces.put(trace_id, record)
                 return record
-            question = Question(id=trace_id, text=request.question, topic_entities=topics)
+            from kgqa.steps.linking import question_text
+
+            question = Question(id=trace_id, text=question_text(request.question), topic_entities=topics)
             ctx = MethodContext(kg=kg, llm=model, embedder=embedder, seed=self.settings.seed,  # type: ignore[arg-type]
                                 recorder=recorder, artifacts=artifacts,
                                 trace=Trace() if emit is None else LiveTrace(emit))

@@ -303,6 +303,13 @@ def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
     raise KGError(f"entity {text!r} is neither an id nor an exact name in this KG{hint}")
 
 
+def question_text(question: str) -> str:
+    """The question as methods read it: the [brackets] that mark a topic mention for linking removed, their words
+    kept ("Who directed [Inception]?" -> "Who directed Inception?"), as the MetaQA loader does; a prompt or a
+    trained scorer never sees the marks."""
+    return _BRACKETS.sub(lambda m: m.group(1), question)
+
+
 def question_topics(kg: KnowledgeGraph, question: str, given: Sequence[str] | None = None
                     ) -> tuple[list[Any], LinkResult | None]:
     """The topic entities of a question: those ``given`` (ids or exact names), else those linked in the question, with
