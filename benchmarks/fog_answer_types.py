@@ -76,15 +76,16 @@ def main() -> None:
 
     fog = FoG(scorer=args.scorer, mode="graph", answer_types=args.answer_types, answer_type_weight=args.compare,
               typed_retry=True) if args.typed_retry else None
-    fog_ctx = MethodContext(kg=kg, llm=None, artifacts=ArtifactStore())  # type: ignore[arg-type]
+    fog_ctx = MethodContext(kg=kg, llm=None, artifacts=ArtifactStore()) if fog else None  # type: ignore[arg-type]
 
     def fog_reading(q: Any) -> tuple[bool, bool, list[str] | None, bool]:
         """FoG's own graph-mode answer: (hit@1, hit, pattern, whether the typed retry was read)."""
         question = Question(id=q.source, text=q.text, answers=[GoldAnswer(id=a, name=a) for a in q.answers],
                             topic_entities=[TopicEntity(id=t, name=q.mentions[i] if i < len(q.mentions) else t)
                                             for i, t in enumerate(q.topics)])
+        assert fog is not None and fog_ctx is not None
         ctx = fog_ctx.for_question()
-        prediction = fog.answer(question, ctx)  # type: ignore[union-attr]
+        prediction = fog.answer(question, ctx)
         names = [a.id for a in prediction.answers]
         events = {e.get("step"): e for e in ctx.trace}
         pattern = (events.get("fog.answer") or {}).get("pattern")

@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -140,10 +141,16 @@ class _Typing:
         """P(type of the answer pattern's end); None when there is no answer or the end is untyped."""
         return self.types.end_probability(self.probabilities, ranked[0].pattern[-1]) if ranked else None
 
-    def likely_only(self, pattern: tuple[tuple[str, bool], ...]) -> float:
-        """The prior, 0 for a pattern whose end is not of a likely type (the typed retry reads only those)."""
-        p = self.types.end_probability(self.probabilities, pattern[-1]) if pattern else None
-        return self.prior(pattern) if p is not None and p >= TYPED_RETRY_P else 0.0
+    def retry_prior(self, prefix: tuple[tuple[str, bool], ...] | None) -> PatternPrior:
+        """The typed retry's prior: the question's, and 0 for a pattern that does not end on a likely type or (given
+        a ``prefix``) does not keep the first reading's hops but the last."""
+        def prior(pattern: tuple[tuple[str, bool], ...]) -> float:
+            if not pattern or (prefix is not None and pattern[:-1] != prefix):
+                return 0.0
+            p = self.types.end_probability(self.probabilities, pattern[-1])
+            return self.prior(pattern) if p is not None and p >= TYPED_RETRY_P else 0.0
+
+        return prior
 
 
 class FoGConfig(MethodConfig):
@@ -369,16 +376,12 @@ class FoG(KGQAMethod):
         likely = typing.types.likely_ends(typing.probabilities, TYPED_RETRY_P)
         if (ranked and (before is None or before >= self.config.typed_retry_below)) or not likely:
             return graph, ranked
-        prefix = ranked[0].pattern[:-1] if ranked else None
-
-        def last_hop_only(pattern: tuple[tuple[str, bool], ...]) -> float:
-            return typing.likely_only(pattern) if prefix is None or pattern[:-1] == prefix else 0.0
-
+        retry_prior = typing.retry_prior(ranked[0].pattern[:-1] if ranked else None)
         retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
                              typed_ends=likely)
-        retried = self._rank(retry, ctx, last_hop_only)
+        retried = self._rank(retry, ctx, retry_prior)
         after = typing.end_p(retried)
-        used = after is not None and after >= TYPED_RETRY_P and last_hop_only(retried[0].pattern) > 0
+        used = bool(retried) and retry_prior(retried[0].pattern) > 0  # else every pattern there was ruled out
         ctx.trace.add("fog.typed_retry", used=used,
                       before=pattern_name(ranked[0].pattern) if ranked else None,
                       p_before=None if before is None else round(before, 4),
@@ -388,20 +391,19 @@ class FoG(KGQAMethod):
 
     def _expand(self, question: str, sub_questions: list[str], seeds: list[str], scorer: Any, labels: Any,
                 ctx: MethodContext, *, round_: int, skip: set[Triple],
-                typed_ends: set[tuple[str, bool]] | None = None) -> ExpandedGraph:
+                typed_ends: Collection[tuple[str, bool]] = ()) -> ExpandedGraph:
         cfg = self.config
         started = time.perf_counter()
         texts = list(dict.fromkeys([question, *sub_questions]))
         vectors = scorer.questions(labels, texts)
         graph = self.reading.expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), skip=skip,
-                                    filter_scores=cfg.foresight_expansion, typed_ends=typed_ends or ())
+                                    filter_scores=cfg.foresight_expansion, typed_ends=typed_ends)
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")
         potential = sum(1 for s in graph.scores if s > cfg.tau_p)
         ctx.trace.add("fog.expand", round=round_, typed=bool(typed_ends), sub_questions=texts, scored=graph.scored,
-                      kept=len(graph),
-                      nodes=len(graph.node_entity), layers=max(graph.layers, default=0), cut=dict(graph.cut),
+                      kept=len(graph), nodes=len(graph.node_entity), layers=max(graph.layers, default=0), cut=dict(graph.cut),
                       potential=potential, propagation=cfg.propagation, expand_s=round(expanded, 4),
                       total_s=round(time.perf_counter() - started, 4))
         return graph

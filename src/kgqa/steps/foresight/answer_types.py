@@ -139,14 +139,9 @@ class AnswerTypes:
               ) -> Callable[[tuple[End, ...]], float]:
         """The pattern prior for one question's row of :meth:`probabilities`: max(P(type of the pattern's end),
         ``floor``) ** weight, where a type no training question ended on has P = 0; 1 for an untyped end."""
-        index = {name: i for i, name in enumerate(self.classes)}
-
         def prior(pattern: tuple[End, ...]) -> float:
-            kind = self.types.get(pattern[-1]) if pattern else None
-            if kind is None:
-                return 1.0
-            p = float(probabilities[index[kind]]) if kind in index else 0.0
-            return max(p, floor) ** weight
+            p = self.end_probability(probabilities, pattern[-1]) if pattern else None
+            return 1.0 if p is None else max(p, floor) ** weight
 
         return prior
 
