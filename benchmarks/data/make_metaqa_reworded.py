@@ -11,6 +11,12 @@ Questions whose chain gives no answer or more than ``--max-answers`` are skipped
 
 ``--kg`` is an embedded import of kb.txt (``kgqa kg import .../metaqa/kb.txt --format metaqa --out DIR``); ``--data-dir``
 defaults to ``$KGQA_DATA_DIR/metaqa``. The output is deterministic for a given seed (default 7), KB and MetaQA release.
+
+``--split dev`` writes the dev split instead (``{k}-hop/qa_dev.txt``, topics from MetaQA's *dev* questions, 200 per hop
+by default) from a second set of templates, ``metaqa_reworded_dev_templates.json`` beside this script, written by
+another author who had not seen the test templates, the test files or kgqa's phrase table: wordings to tune and
+choose on, so that the test split's stay unseen. Its templates are checked against MetaQA's dev and test wordings and
+against the test templates here.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from kgqa.kg import open_kg
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "src" / "kgqa" / "data" / "metaqa_reworded"
+DEV_TEMPLATES = Path(__file__).resolve().parent / "metaqa_reworded_dev_templates.json"
 
 #: Question type -> our own wordings (``{topic}`` becomes ``[topic]``). None is one of MetaQA's templates; the
 #: generator checks this against the MetaQA test files (case and punctuation ignored) before writing anything.
@@ -310,20 +317,31 @@ def normalise_template(text: str) -> str:
     return " ".join(_NON_WORD_RE.sub(" ", text).split())
 
 
-def metaqa_wordings(data_dir: Path) -> set[str]:
-    """Every MetaQA test wording (all hops), normalised."""
-    return {normalise_template(item["question"]) for hops in (1, 2, 3)
-            for item in iter_metaqa_questions(data_dir, hops, "test")}
+def metaqa_wordings(data_dir: Path, splits: tuple[str, ...] = ("test",)) -> set[str]:
+    """Every MetaQA wording of ``splits`` (all hops), normalised."""
+    return {normalise_template(item["question"]) for split in splits for hops in (1, 2, 3)
+            for item in iter_metaqa_questions(data_dir, hops, split)}
 
 
-def check_templates(data_dir: Path) -> None:
-    """Every type has >= 2 templates, each with one ``{topic}``, none one of MetaQA's wordings."""
+def dev_templates(path: Path = DEV_TEMPLATES) -> dict[str, list[str]]:
+    """The dev split's templates (question type -> wordings), read from their JSON file."""
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def check_templates(data_dir: Path, templates_by_type: dict[str, list[str]] | None = None,
+                    split: str = "test") -> None:
+    """Every type has >= 2 templates, each with one ``{topic}``, none one of MetaQA's wordings (of the split's
+    and, for dev, of test too); the dev templates share none with the test templates."""
+    templates_by_type = TEMPLATES if templates_by_type is None else templates_by_type
     known = {q for types in QTYPES.values() for q in types}
-    if set(TEMPLATES) != known:
-        raise SystemExit(f"templates/types mismatch: missing {sorted(known - set(TEMPLATES))}, "
-                         f"unknown {sorted(set(TEMPLATES) - known)}")
-    theirs = metaqa_wordings(data_dir)
-    for qtype, templates in TEMPLATES.items():
+    if set(templates_by_type) != known:
+        raise SystemExit(f"templates/types mismatch: missing {sorted(known - set(templates_by_type))}, "
+                         f"unknown {sorted(set(templates_by_type) - known)}")
+    theirs = metaqa_wordings(data_dir, ("test",) if split == "test" else (split, "test"))
+    ours = {normalise_template(t) for ts in TEMPLATES.values() for t in ts} if split != "test" else set()
+    for qtype, templates in templates_by_type.items():
         if len(set(templates)) < 2:
             raise SystemExit(f"{qtype}: needs at least 2 distinct templates")
         for template in templates:
@@ -331,6 +349,8 @@ def check_templates(data_dir: Path) -> None:
                 raise SystemExit(f"{qtype}: {template!r} must hold exactly one {{topic}}")
             if normalise_template(template) in theirs:
                 raise SystemExit(f"{qtype}: {template!r} is one of MetaQA's own wordings")
+            if normalise_template(template) in ours:
+                raise SystemExit(f"{qtype}: {template!r} is one of the test split's templates")
 
 
 def quotas(qtypes: list[str], total: int, rng: random.Random) -> dict[str, int]:
@@ -341,16 +361,19 @@ def quotas(qtypes: list[str], total: int, rng: random.Random) -> dict[str, int]:
 
 
 def make_hop(kg: Any, data_dir: Path, hops: int, total: int, rng: random.Random,
-             max_answers: int) -> list[tuple[str, list[str], str]]:
-    """``total`` questions ``(text, sorted answers, qtype)`` for ``hops``, in a shuffled order."""
+             max_answers: int, split: str = "test",
+             templates_by_type: dict[str, list[str]] | None = None) -> list[tuple[str, list[str], str]]:
+    """``total`` questions ``(text, sorted answers, qtype)`` for ``hops``, topics from MetaQA's ``split``, in a
+    shuffled order."""
+    templates_by_type = TEMPLATES if templates_by_type is None else templates_by_type
     by_type: dict[str, list[str]] = defaultdict(list)  # qtype -> distinct topics, in file order
     seen: set[tuple[str, str]] = set()
-    for item in iter_metaqa_questions(data_dir, hops, "test"):
+    for item in iter_metaqa_questions(data_dir, hops, split):
         key = (item["qtype"], item["topic"])
         if key not in seen:
             seen.add(key)
             by_type[item["qtype"]].append(item["topic"])
-    qtypes = [q for q in QTYPES[hops] if by_type.get(q)]  # types with test questions (1-hop: no imdb types)
+    qtypes = [q for q in QTYPES[hops] if by_type.get(q)]  # types with questions (1-hop test: no imdb types)
     want = quotas(qtypes, total, rng)
     pools = {}
     for qtype in qtypes:
@@ -359,7 +382,7 @@ def make_hop(kg: Any, data_dir: Path, hops: int, total: int, rng: random.Random,
         pools[qtype] = iter(pool)
     template_cycle = {}
     for qtype in qtypes:
-        order = list(TEMPLATES[qtype])
+        order = list(templates_by_type[qtype])
         rng.shuffle(order)
         template_cycle[qtype] = itertools.cycle(order)
 
@@ -393,14 +416,14 @@ def make_hop(kg: Any, data_dir: Path, hops: int, total: int, rng: random.Random,
     return picked
 
 
-def write_hop(out: Path, hops: int, rows: list[tuple[str, list[str], str]]) -> None:
+def write_hop(out: Path, hops: int, rows: list[tuple[str, list[str], str]], split: str = "test") -> None:
     folder = out / f"{hops}-hop"
     folder.mkdir(parents=True, exist_ok=True)
     for text, answers, _ in rows:
         if "\t" in text or any("|" in a or "\t" in a for a in answers):
             raise SystemExit(f"{text!r}: a tab or '|' in a question or answer would break the MetaQA format")
-    (folder / "qa_test.txt").write_text("".join(f"{t}\t{'|'.join(a)}\n" for t, a, _ in rows), encoding="utf-8")
-    (folder / "qa_test_qtype.txt").write_text("".join(f"{q}\n" for _, _, q in rows), encoding="utf-8")
+    (folder / f"qa_{split}.txt").write_text("".join(f"{t}\t{'|'.join(a)}\n" for t, a, _ in rows), encoding="utf-8")
+    (folder / f"qa_{split}_qtype.txt").write_text("".join(f"{q}\n" for _, _, q in rows), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -409,8 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="MetaQA directory with {1,2,3}-hop/qa_test.txt (default: $KGQA_DATA_DIR/metaqa)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--split", choices=("test", "dev"), default="test",
+                        help="test: the templates above over MetaQA test topics; dev: the dev templates' file over "
+                             "MetaQA dev topics")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--per-hop", type=int, default=100)
+    parser.add_argument("--per-hop", type=int, default=None, help="questions per hop (default: 100 test, 200 dev)")
     parser.add_argument("--max-answers", type=int, default=200)
     args = parser.parse_args(argv)
     data_dir = args.data_dir
@@ -418,12 +444,14 @@ def main(argv: list[str] | None = None) -> int:
         if not os.environ.get("KGQA_DATA_DIR"):
             parser.error("give --data-dir or set KGQA_DATA_DIR")
         data_dir = Path(os.environ["KGQA_DATA_DIR"]) / "metaqa"
-    check_templates(data_dir)
+    templates_by_type = TEMPLATES if args.split == "test" else dev_templates()
+    per_hop = args.per_hop or (100 if args.split == "test" else 200)
+    check_templates(data_dir, templates_by_type, args.split)
     kg = open_kg(args.kg)
     rng = random.Random(args.seed)
     for hops in (1, 2, 3):
-        rows = make_hop(kg, data_dir, hops, args.per_hop, rng, args.max_answers)
-        write_hop(args.out, hops, rows)
+        rows = make_hop(kg, data_dir, hops, per_hop, rng, args.max_answers, args.split, templates_by_type)
+        write_hop(args.out, hops, rows, args.split)
         print(f"{hops}-hop: {len(rows)} questions, {len({q for _, _, q in rows})} types -> {args.out / f'{hops}-hop'}")
     return 0
 

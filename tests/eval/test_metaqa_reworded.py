@@ -36,7 +36,7 @@ def test_loads_100_questions_without_a_data_dir(monkeypatch: pytest.MonkeyPatch,
     name = f"metaqa-reworded-{hops}hop"
     assert name in dataset_names()
     info = dataset_info(name)
-    assert info.kg == "metaqa" and info.splits == ("test",)
+    assert info.kg == "metaqa" and set(info.splits) == {"test", "dev"}
     questions = _load(hops)
     assert len(questions) == 100 == info.sizes["test"]
     assert len({q.id for q in questions}) == 100
@@ -50,6 +50,22 @@ def test_loads_100_questions_without_a_data_dir(monkeypatch: pytest.MonkeyPatch,
     types = {q.metadata["qtype"] for q in questions}
     assert len(types) == (11 if hops == 1 else len(QTYPES[hops]))
     assert len(load_dataset(f"metaqa-reworded-{hops}hop", limit=7)) == 7
+
+
+@pytest.mark.parametrize("hops", HOPS)
+def test_the_dev_split_has_200_questions_in_other_wordings_over_dev_topics(monkeypatch: pytest.MonkeyPatch,
+                                                                           metaqa_dir: Path, hops: int) -> None:
+    monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
+    dev = load_dataset(f"metaqa-reworded-{hops}hop", split="dev")
+    assert len(dev) == 200 == dataset_info(f"metaqa-reworded-{hops}hop").sizes["dev"]
+    assert {q.metadata["qtype"] for q in dev} == {item["qtype"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
+    dev_topics = {item["topic"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
+    assert all(q.topic_entities[0].name in dev_topics for q in dev)
+    test_wordings = {_wording(q.metadata["raw_text"]) for h in HOPS for q in _load(h)}
+    metaqa_wordings = {_wording(item["question"]) for h in HOPS for split in ("dev", "test")
+                       for item in iter_metaqa_questions(metaqa_dir, h, split)}
+    for q in dev:
+        assert _wording(q.metadata["raw_text"]) not in test_wordings | metaqa_wordings, q.metadata["raw_text"]
 
 
 def test_no_question_uses_a_metaqa_wording(metaqa_dir: Path) -> None:
