@@ -76,6 +76,46 @@ def test_train_fog_with_composed_wordings_records_the_table(tmp_path: Path,
     assert f"Composed wordings: {table}" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_train_fog_with_template_wordings_records_the_file(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    templates = tmp_path / "demo_templates.json"
+    templates.write_text(json.dumps({"film.film.directed_by": ["Whose film is {topic}?", "{topic}: made by whom?"]}),
+                         encoding="utf-8")
+    out = tmp_path / "scorer"
+    code = main([
+        "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
+        "--epochs", "1", "--propagation-epochs", "0", "--template-wordings", str(templates), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "with template-wording copies" in err
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["settings"]["template_wordings"] == str(templates)
+    assert f"Template wordings: {templates}" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--template-wordings",
+                 "nosuch", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "template wordings 'nosuch': not a packaged file" in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_template_copies_fall_back_to_the_question_where_its_chain_has_no_template() -> None:
+    import random
+
+    from kgqa.kg.base import parse_chain
+    from kgqa.steps.foresight.training import TrainingQuestion, template_copies
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+    covered = TrainingQuestion("who directed Heat", ("m.heat",), parse_chain("directed_by"), frozenset({"x"}),
+                               mentions=("Heat",))
+    uncovered = TrainingQuestion("who produced Heat", ("m.heat",), parse_chain("produced_by"), frozenset({"x"}),
+                                 mentions=("Heat",))
+    copies = template_copies([covered, uncovered], "metaqa", random.Random(0))
+    options = ChainTemplates.load("metaqa").templates[covered.chain]
+    assert copies[0] in {t.replace("{topic}", "Heat") for t in options}
+    assert copies[1] == uncovered.text
+
+
 def test_composed_copies_fall_back_to_the_question_where_the_table_has_no_phrase() -> None:
     import random
 

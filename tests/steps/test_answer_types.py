@@ -104,6 +104,17 @@ def test_the_classifier_reads_the_type_a_question_asks_for_and_survives_a_save(k
     assert again.prior(probs[0], 0.0)((("starred_actors", False),)) == 1.0
 
 
+def test_answer_types_train_on_several_blocks_of_copies(kg: EmbeddedKG) -> None:
+    from kgqa.errors import ConfigError
+
+    questions = training_set()
+    once = [q.text.upper() for q in questions]
+    model = train_answer_types(kg, questions, HashingEmbedder(32), copies=once + once, epochs=5)
+    assert model.meta["training"]["copies"] == 2 * len(questions)
+    with pytest.raises(ConfigError, match="whole blocks"):
+        train_answer_types(kg, questions, HashingEmbedder(32), copies=once[:-1], epochs=5)
+
+
 def test_unreadable_models_and_another_encoder_are_clear_errors(kg: EmbeddedKG, tmp_path: Path) -> None:
     from kgqa.errors import ConfigError
 

@@ -598,6 +598,64 @@ def test_composed_wordings_never_write_a_template_of_the_reworded_test_sets() ->
             assert template not in {norm(t) for t in table.every(QTYPE_CHAINS[q["qtype"]], "{}")}, q["question"]
 
 
+def test_template_wordings_cover_every_metaqa_chain_and_are_seeded() -> None:
+    import random
+
+    from kgqa.eval.metaqa_chains import QTYPE_CHAINS
+    from kgqa.kg.base import Direction, Hop
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates, parse_chain_key
+
+    table = ChainTemplates.load("metaqa")
+    for qtype, chain in QTYPE_CHAINS.items():
+        assert table.covers(chain), qtype
+        text = table.compose(chain, "Heat", random.Random(qtype))
+        assert text is not None and "Heat" in text and "{topic}" not in text, qtype
+    chain = QTYPE_CHAINS["movie_to_writer_to_movie_to_actor"]
+    assert table.compose(chain, "Heat", random.Random(3)) == table.compose(chain, "Heat", random.Random(3))
+    assert table.compose(parse_chain("produced_by"), "Heat", random.Random(0)) is None
+    # keys: a chain written out, or a MetaQA question type
+    assert parse_chain_key("^starred_actors,directed_by") == (Hop("starred_actors", Direction.IN), Hop("directed_by"))
+    assert parse_chain_key("actor_to_movie_to_director") == QTYPE_CHAINS["actor_to_movie_to_director"]
+
+
+def test_template_wordings_share_no_wording_with_the_reworded_sets() -> None:
+    """The packaged templates train scorers measured on metaqa-reworded-* (test) and chosen on it (dev): none of them
+    may be one of those sets' wordings (topic abstracted, case and punctuation ignored)."""
+    import re
+    from pathlib import Path
+
+    import kgqa.data.metaqa_reworded as reworded
+    from kgqa.eval.metaqa_chains import iter_metaqa_questions
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+    def norm(text: str) -> str:
+        return " ".join(re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split())
+
+    ours = {norm(t) for t in ChainTemplates.load("metaqa").wordings()}
+    base = Path(reworded.__file__).parent
+    for split in ("test", "dev"):
+        for hops in (1, 2, 3):
+            for q in iter_metaqa_questions(base, hops, split):
+                assert norm(q["question"].replace(f"[{q['topic']}]", "{topic}")) not in ours, q["question"]
+
+
+def test_a_bad_template_wordings_file_is_a_clear_error(tmp_path: Path) -> None:
+    from kgqa.errors import ConfigError
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+    with pytest.raises(ConfigError, match="not a packaged file"):
+        ChainTemplates.load("nosuch")
+    bad = tmp_path / "t.json"
+    bad.write_text('{"directed_by": ["Who made it?"]}', encoding="utf-8")
+    with pytest.raises(ConfigError, match="exactly one"):
+        ChainTemplates.load(str(bad))
+    bad.write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        ChainTemplates.load(str(bad))
+    with pytest.raises(ConfigError, match="no such file"):
+        ChainTemplates.load(str(tmp_path / "missing.json"))
+
+
 def test_a_bad_composed_wordings_table_is_a_clear_error(tmp_path: Path) -> None:
     from kgqa.errors import ConfigError
     from kgqa.steps.foresight.wordings import ChainWordings

@@ -82,6 +82,9 @@ def train_group() -> None:
 @click.option("--composed-wordings", default=None, metavar="TABLE",
               help="Phrase table composing one more copy of every question from its relation chain, in other words "
                    "than the dataset's templates: a packaged name (metaqa) or a TOML file (docs/fog.md).")
+@click.option("--template-wordings", default=None, metavar="TEMPLATES",
+              help="Question templates per relation chain writing one more copy of every question in another author's "
+                   "words: a packaged name (metaqa) or a JSON file (docs/fog.md).")
 @click.option("--synonyms", default=None, metavar="WORDNET",
               help="One more copy of every question with words swapped for WordNet synonyms: 'wordnet' (KGQA_WORDNET "
                    "or /usr/share/wordnet, Debian's wordnet-base) or a WordNet database directory (docs/fog.md).")
@@ -100,7 +103,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
               kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None,
-              synonyms: str | None, synonym_share: float, seed: int, data_dir: str | None,
+              template_wordings: str | None, synonyms: str | None, synonym_share: float, seed: int, data_dir: str | None,
               reuse_from: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
@@ -120,7 +123,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                    "batch_size": batch_size, "kappa": kappa, "stop_negatives": stop_negatives, "hidden": hidden,
                    "limit": limit, "validation_share": validation_share, "validation_by": validation_by,
                    "validation_fold": validation_fold, "word_dropout": word_dropout,
-                   "composed_wordings": composed_wordings, "synonyms": synonyms, "synonym_share": synonym_share,
+                   "composed_wordings": composed_wordings, "template_wordings": template_wordings,
+                   "synonyms": synonyms, "synonym_share": synonym_share,
                    "seed": seed}
         reused = _reused_scorer_phase(Path(reuse_from).expanduser(), options, click.get_current_context())
         kept = reused["options"]  # by name: a model written before an option existed has that option's default
@@ -132,6 +136,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                                             kept["validation_fold"])
         word_dropout, composed_wordings, synonyms, synonym_share, seed = (
             kept["word_dropout"], kept["composed_wordings"], kept["synonyms"], kept["synonym_share"], kept["seed"])
+        template_wordings = kept["template_wordings"]
         kg_spec = kg_spec or reused["kg"]
         scorer_phase = ScorerPhase.load(reuse_from)
     elif not datasets:
@@ -160,6 +165,10 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         from kgqa.steps.foresight.wordings import ChainWordings
 
         ChainWordings.load(composed_wordings)  # a bad table is a one-line error before any work
+    if template_wordings:
+        from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+        ChainTemplates.load(template_wordings)
     if not 0 < synonym_share <= 1:
         raise ConfigError(f"--synonym-share must be in (0, 1], got {synonym_share}")
     if synonyms:
@@ -186,7 +195,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  validation_share=validation_share, validation_by=validation_by,
                                  validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
-                                 synonyms=synonyms, synonym_share=synonym_share,
+                                 template_wordings=template_wordings, synonyms=synonyms, synonym_share=synonym_share,
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions, propagation_lr=propagation_lr,
                                  propagation_weighting=propagation_weighting,
@@ -236,6 +245,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--composed-wordings", default="none", show_default=True, metavar="TABLE",
               help="Phrase table composing one more wording of every question from its chain (metaqa, a TOML file, "
                    "or none).")
+@click.option("--template-wordings", default="none", show_default=True, metavar="TEMPLATES",
+              help="Question templates per chain writing one more wording of every question (metaqa, a JSON file, "
+                   "or none).")
 @click.option("--containment", type=float, default=0.5, show_default=True,
               help="Two relation ends are one type when at least this share of the entities sampled at one can be "
                    "reached at the other (either way round).")
@@ -244,7 +256,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Model directory to write.")
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
-                               kg_spec: str | None, encoder: str | None, composed_wordings: str, containment: float,
+                               kg_spec: str | None, encoder: str | None, composed_wordings: str,
+                               template_wordings: str, containment: float,
                                seed: int, data_dir: str | None, out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
@@ -253,7 +266,7 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg import open_kg
     from kgqa.steps.foresight.answer_types import train_answer_types
-    from kgqa.steps.foresight.training import composed_copies
+    from kgqa.steps.foresight.training import composed_copies, template_copies
     from kgqa.text import load_embedder
 
     if not 0 < containment <= 1:
@@ -284,6 +297,11 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
         from kgqa.steps.foresight.wordings import ChainWordings
 
         ChainWordings.load(table)
+    templates = None if template_wordings.lower() == "none" else template_wordings
+    if templates:
+        from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+        ChainTemplates.load(templates)
     spec = _kg_spec(kg_spec)
     say = _reporter("train answer-types")
 
@@ -293,6 +311,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     questions = [q for q in data.questions if wanted is None or q.source in wanted]
     say(f"{len(questions)} questions with gold chains" + (f" (those {like} trained on)" if wanted is not None else ""))
     copies = composed_copies(questions, table, random.Random(f"{seed}:composed")) if table else []
+    if templates:
+        copies += template_copies(questions, templates, random.Random(f"{seed}:templates"))
     kg = open_kg(spec)
     try:
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
@@ -301,7 +321,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
         kg.close()
     command = _command_line("kgqa train answer-types")
     model.meta["trained_on"] = {"command": command, "datasets": list(datasets), "split": split, "kg": spec,
-                                "like": like, "composed_wordings": table, "kgqa_commit": _commit(),
+                                "like": like, "composed_wordings": table,
+                                "template_wordings": templates, "kgqa_commit": _commit(),
                                 "seconds": round(time.perf_counter() - started, 1)}
     model.save(out)
     click.echo(f"wrote {out} ({model.meta['trained_on']['seconds']:.0f} s); use it with --method fog "
@@ -551,6 +572,7 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
   (by {s.get('validation_by', 'question')}{held_note})
 - Word dropout: {s.get('word_dropout', 0.0)} (share of words deleted or masked in each question's augmented copy)
 - Composed wordings: {s.get('composed_wordings') or 'none'} (phrase table writing a copy of each question from its chain)
+- Template wordings: {s.get('template_wordings') or 'none'} (question templates per chain writing a copy of each question)
 - Synonym copies: {_synonym_line(s)}
 - Triples: {summary.get('train_triples')} training, {summary.get('validation_triples')} validation
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)

@@ -204,16 +204,17 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
                        progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
-    same order, e.g. composed from their chains); ``encoder`` is the embedder's spec, recorded so the model can load
-    it again (default: its name). Seeded; full-batch Adam, cross-entropy."""
+    same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
+    spec, recorded so the model can load it again (default: its name). Seeded; full-batch Adam, cross-entropy."""
     from kgqa.steps.foresight.scorer import _torch
 
     torch = _torch()
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
-    if copies and len(copies) != len(questions):
-        raise ConfigError(f"answer types: {len(copies)} copies for {len(questions)} questions")
+    if len(copies) % len(questions):
+        raise ConfigError(f"answer types: {len(copies)} copies for {len(questions)} questions (whole blocks wanted)")
+    blocks = len(copies) // len(questions)
     rng = random.Random(f"{seed}:answer-types")
 
     def last(q: Any) -> End:
@@ -233,8 +234,8 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
         f"{kind} = {', '.join(end_name(e) for e in sorted(types) if types[e] == kind)}" for kind in classes))
     labels = [classes.index(types[last(q)]) for q in questions]
     texts = [mask_mentions(q.text, q.mentions) for q in questions]
-    texts += [mask_mentions(c, q.mentions) for c, q in zip(copies, questions, strict=True)] if copies else []
-    labels += labels if copies else []
+    texts += [mask_mentions(c, questions[i % len(questions)].mentions) for i, c in enumerate(copies)]
+    labels += labels * blocks
     say(f"embedding {len(texts)} question texts")
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     torch.manual_seed(seed)

@@ -38,6 +38,11 @@ movies made by Heat's director?" for ``directed_by,^directed_by``. The copy stat
 templates never use, so the scorer learns which relation words continue a walk, not which template does. The
 propagation phase reads the questions as written.
 
+**Template copies** (``template_wordings``, kgqa's addition): one more copy of every question written from a
+template of its chain (:mod:`kgqa.steps.foresight.wordings.templates`, "metaqa" packaged): whole frames in another
+author's words ("Give me the cast of other films penned by whoever wrote Heat"), relative clauses and passives the
+phrase table cannot nest. The question as written where its chain has no template.
+
 **Synonym copies** (``synonyms``, kgqa's addition): one more copy of every question (as written or its composed copy)
 with each word swapped, with probability ``synonym_share``, for a synonym from a WordNet database
 (:mod:`kgqa.steps.foresight.wordings.synonyms`): "pictures penned by" where the templates say "films written by". The
@@ -128,6 +133,9 @@ class TrainSettings:
     #: a phrase table (kgqa.steps.foresight.wordings: "metaqa" or a TOML path) composing one more copy of every
     #: question from its relation chain (None: no copy; see the module docstring)
     composed_wordings: str | None = None
+    #: question templates per chain (kgqa.steps.foresight.wordings.templates: "metaqa" or a JSON path) writing one
+    #: more copy of every question (None: no copy; see the module docstring)
+    template_wordings: str | None = None
     #: a WordNet database ("wordnet" or a directory) for one more copy of every question with words swapped for
     #: synonyms (None: no copy; see the module docstring)
     synonyms: str | None = None
@@ -434,6 +442,9 @@ def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion
         composed = composed_copies(questions, settings.composed_wordings, random.Random(f"{settings.seed}:composed"))
         texts += composed
         copies.append("composed-wording")
+    if settings.template_wordings:
+        texts += template_copies(questions, settings.template_wordings, random.Random(f"{settings.seed}:templates"))
+        copies.append("template-wording")
     if settings.synonyms:
         texts += synonym_copies(questions, composed, settings.synonyms, settings.synonym_share,
                                 random.Random(f"{settings.seed}:synonyms"))
@@ -585,6 +596,21 @@ def composed_copies(questions: Sequence[TrainingQuestion], table: str, rng: rand
         mention = next((m for m in question.mentions if m), "")
         composed = wordings.compose(question.chain, mention, rng) if mention else None
         out.append(composed or question.text)
+    return out
+
+
+def template_copies(questions: Sequence[TrainingQuestion], templates: str, rng: random.Random) -> list[str]:
+    """One question per training question written from a template of its chain (``templates``:
+    :class:`~kgqa.steps.foresight.wordings.templates.ChainTemplates`); the question as written where its chain has
+    no template or the question names no topic."""
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+    table = ChainTemplates.load(templates)
+    out: list[str] = []
+    for question in questions:
+        mention = next((m for m in question.mentions if m), "")
+        written = table.compose(question.chain, mention, rng) if mention else None
+        out.append(written or question.text)
     return out
 
 

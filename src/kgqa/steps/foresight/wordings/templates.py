@@ -1,0 +1,103 @@
+"""Template wordings: whole-question paraphrases per relation chain, for training copies in other people's words.
+
+A template file (JSON; ``metaqa_templates.json`` here) maps a relation chain to question templates with one
+``{topic}``: "Give me the cast of other films penned by whoever wrote {topic}". A key is a chain written as its hops,
+comma-separated, ``^`` for a hop walked backward (``"^starred_actors,directed_by"``), or a MetaQA question type
+(``"actor_to_movie_to_director"``, read by :func:`kgqa.eval.metaqa_chains.chain_for_qtype`).
+:meth:`ChainTemplates.compose` picks one template of the question's chain with the caller's seeded ``random.Random``.
+
+Where the phrase table (:mod:`kgqa.steps.foresight.wordings`) composes noun phrases, templates carry whole frames:
+relative clauses ("whoever wrote"), passives, possessives and imperatives that nesting phrases cannot write.
+``metaqa_templates.json`` was written for kgqa by an author who had not seen the reworded evaluation sets
+(``metaqa-reworded-*``, test and dev) nor the phrase table; a test checks it shares no wording with either set.
+kgqa's addition to FoG's training (``kgqa train fog --template-wordings metaqa``; docs/fog.md).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from kgqa.errors import ConfigError
+from kgqa.kg.base import Chain, Direction, Hop
+
+SUFFIX = "_templates.json"
+
+
+def parse_chain_key(key: str) -> Chain:
+    """A template file's key as a chain: ``"^starred_actors,directed_by"`` or a MetaQA question type."""
+    from kgqa.eval.metaqa_chains import chain_for_qtype
+
+    text = key.strip()
+    if "_to_" in text and "," not in text and "^" not in text:
+        return chain_for_qtype(text)
+    hops: list[Hop] = []
+    for part in text.split(","):
+        part = part.strip()
+        backward = part.startswith("^")
+        relation = part[1:] if backward else part
+        if not relation:
+            raise ConfigError(f"template key {key!r}: an empty hop (write relations comma-separated, ^ for backward)")
+        hops.append(Hop(relation, Direction.IN if backward else Direction.OUT))
+    return tuple(hops)
+
+
+@dataclass(frozen=True)
+class ChainTemplates:
+    """Question templates per relation chain (see the module docstring)."""
+
+    name: str
+    templates: dict[Chain, tuple[str, ...]]
+
+    @classmethod
+    def load(cls, spec: str) -> ChainTemplates:
+        """A packaged file by name (``metaqa``: ``metaqa_templates.json``) or a JSON file by path."""
+        path = Path(spec).expanduser()
+        if path.suffix == ".json" or path.exists():
+            if not path.is_file():
+                raise ConfigError(f"template wordings {spec!r}: no such file")
+            text, name = path.read_text(encoding="utf-8"), path.stem
+        else:
+            packaged = resources.files(__package__).joinpath(f"{spec}{SUFFIX}")
+            if not packaged.is_file():
+                known = sorted(p.name[:-len(SUFFIX)] for p in resources.files(__package__).iterdir()
+                               if p.name.endswith(SUFFIX))
+                raise ConfigError(f"template wordings {spec!r}: not a packaged file ({', '.join(known)}) or a "
+                                  f"JSON file")
+            text, name = packaged.read_text(encoding="utf-8"), spec
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"template wordings {spec!r}: not valid JSON ({exc})") from None
+        return cls.from_dict(raw, name=name)
+
+    @classmethod
+    def from_dict(cls, raw: object, *, name: str = "templates") -> ChainTemplates:
+        if not isinstance(raw, dict) or not raw:
+            raise ConfigError(f"template wordings {name!r}: expected an object of chain -> [templates]")
+        templates: dict[Chain, tuple[str, ...]] = {}
+        for key, options in raw.items():
+            if (not isinstance(options, list) or not options
+                    or not all(isinstance(o, str) and o.count("{topic}") == 1 for o in options)):
+                raise ConfigError(f"template wordings {name!r}: {key!r} must be a non-empty list of templates, each "
+                                  f"with exactly one {{topic}}")
+            chain = parse_chain_key(key)
+            templates[chain] = templates.get(chain, ()) + tuple(options)
+        return cls(name=name, templates=templates)
+
+    def covers(self, chain: Chain) -> bool:
+        return tuple(chain) in self.templates
+
+    def compose(self, chain: Chain, mention: str, rng: random.Random) -> str | None:
+        """A question for ``chain`` about ``mention`` from one of its templates; None when the chain has none."""
+        options = self.templates.get(tuple(chain))
+        if not options:
+            return None
+        return rng.choice(options).replace("{topic}", mention)
+
+    def wordings(self) -> list[str]:
+        """Every template, in file order (for checks against evaluation sets)."""
+        return [t for options in self.templates.values() for t in options]
