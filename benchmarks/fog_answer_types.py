@@ -38,6 +38,9 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("KGQA_DATA_DIR"))
     parser.add_argument("--scorer", required=True, help="a FoG scorer or ensemble directory")
     parser.add_argument("--answer-types", required=True, help="a `kgqa train answer-types` directory")
+    parser.add_argument("--also-types", action="append", default=[], metavar="NAME=DIR",
+                        help="another answer-type model read at the --compare weight on the same expanded graphs "
+                             "(a column NAME; repeatable), e.g. one trained with another --containment")
     parser.add_argument("--hops", type=int, action="append", help="hops to run (repeatable; default 1, 2, 3)")
     parser.add_argument("--weight", type=float, action="append", help=f"weights (repeatable; default {WEIGHTS})")
     parser.add_argument("--compare", type=float, default=1.0, help="the weight whose changed questions are listed")
@@ -66,6 +69,12 @@ def main() -> None:
 
     scorer = load_scorer(args.scorer)
     types = AnswerTypes.load(args.answer_types)
+    also: list[tuple[str, Any]] = []
+    for item in args.also_types:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"--also-types {item!r}: expected NAME=DIR")
+        also.append((name, AnswerTypes.load(path)))
     seen = set().union(*[set(m.meta.get("training_questions", [])) for m in scorer.members])
     kg = open_kg(args.kg)
     embedder = load_embedder(types.encoder)
@@ -106,9 +115,13 @@ def main() -> None:
         counts: dict[Any, list[int]] = {w: [0, 0] for w in weights}
         if fog is not None:
             counts["retry"] = [0, 0]
+        also_rows = {}
+        for name, other in also:
+            counts[name] = [0, 0]
+            also_rows[name] = other.probabilities(embedder, [q.text for q in questions], [q.mentions for q in questions])
         retried = []
         changed = []
-        for q, row in zip(questions, probabilities, strict=True):
+        for i, (q, row) in enumerate(zip(questions, probabilities, strict=True)):
             graph = READING.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
             scorer.propagate(graph)
             read = {}
@@ -120,6 +133,12 @@ def main() -> None:
                 counts[w][0] += hit1
                 counts[w][1] += hit
                 read[w] = (hit, [end_name(hop) for hop in ranked[0].pattern] if ranked else None)
+            for name, other in also:
+                ranked, _ = READING.rank(graph, answerable=answerable,
+                                         pattern_prior=other.prior(also_rows[name][i], args.compare))
+                names = [a.entity for a in ranked]
+                counts[name][0] += bool(names) and names[0] in q.answers
+                counts[name][1] += bool(set(names) & q.answers)
             if fog is not None:
                 hit1, hit, pattern, used = fog_reading(q)
                 counts["retry"][0] += hit1
@@ -152,8 +171,9 @@ def main() -> None:
     lines = [f"# FoG answer-type prior by weight: {what} ({meta['date']}, commit {commit})", "",
              f"Command: `python benchmarks/fog_answer_types.py {shlex.join(sys.argv[1:])}`", "",
              "| hops | questions | " + " | ".join(f"weight {w}: Hits@1 / hit (misses)" for w in weights)
-             + (f" | FoG, weight {args.compare} + typed retry |" if fog is not None else " |"),
-             "|---|---|" + "---|" * (len(weights) + (fog is not None))]
+             + (f" | FoG, weight {args.compare} + typed retry" if fog is not None else "")
+             + "".join(f" | {name}, weight {args.compare}" for name, _ in also) + " |",
+             "|---|---|" + "---|" * (len(weights) + (fog is not None) + len(also))]
     for r in results:
         cells = [f"{v['hits1']:.2f} / {v['hit']:.2f} ({v['misses']})" for v in r["weights"].values()]
         lines.append(f"| {r['hops']} | {r['questions']} | " + " | ".join(cells) + " |")
