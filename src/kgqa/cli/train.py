@@ -248,7 +248,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--template-wordings", default="none", show_default=True, metavar="TEMPLATES",
               help="Question templates per chain writing one more wording of every question (metaqa, a JSON file, "
                    "or none).")
-@click.option("--containment", type=float, default=0.5, show_default=True,
+@click.option("--containment", type=float, default=0.7, show_default=True,
               help="Two relation ends are one type when at least this share of the entities sampled at one can be "
                    "reached at the other (either way round).")
 @click.option("--seed", type=int, default=0, show_default=True)

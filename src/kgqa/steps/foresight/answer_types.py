@@ -7,9 +7,10 @@ pattern is the kind of thing the question asks for. This module does, from two p
 questions:
 
 * **types** of a KG's (relation, direction) ends, induced from the KG: two ends are one type when at least
-  ``containment`` of the entities sampled at one also have the other's relation in the other's direction (MetaQA:
-  every relation read backwards ends at films, one type; directors and writers are mostly the same people, one type;
-  actors, years, languages, genres are each their own). The ends typed are those training questions end on and those
+  ``containment`` of the entities sampled at one also have the other's relation in the other's direction (MetaQA, at
+  the default 0.7: every relation read backwards ends at films, one type; directors and writers, 67% the same people,
+  two types, so "who directed the films written by X" and "who wrote them" differ; actors, years, languages, genres
+  are each their own; at 0.5 directors and writers are one type). The ends typed are those training questions end on and those
   one hop from their answers; a type no training question ends on gets the probability ``floor``, and a pattern
   ending where nothing was typed a neutral prior of 1.
 * a **classifier** (one linear layer, softmax) over the frozen encoder's sentence vector of the question with its topic
@@ -62,7 +63,7 @@ def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     return out
 
 
-def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, containment: float = 0.5
+def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, containment: float = 0.7
                  ) -> dict[End, str]:
     """Each end -> its type's name (the alphabetically first end of the type, as :func:`end_name` writes it).
 
@@ -200,7 +201,7 @@ def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random
 
 def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: Any, *, encoder: str | None = None,
                        copies: Sequence[str] = (), seed: int = 0, epochs: int = 300, lr: float = 0.05,
-                       samples_per_end: int = 200, containment: float = 0.5,
+                       samples_per_end: int = 200, containment: float = 0.7,
                        progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
