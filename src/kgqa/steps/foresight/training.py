@@ -590,13 +590,7 @@ def composed_copies(questions: Sequence[TrainingQuestion], table: str, rng: rand
     question names no topic."""
     from kgqa.steps.foresight.wordings import ChainWordings
 
-    wordings = ChainWordings.load(table)
-    out: list[str] = []
-    for question in questions:
-        mention = next((m for m in question.mentions if m), "")
-        composed = wordings.compose(question.chain, mention, rng) if mention else None
-        out.append(composed or question.text)
-    return out
+    return _written_copies(questions, ChainWordings.load(table), rng)
 
 
 def template_copies(questions: Sequence[TrainingQuestion], templates: str, rng: random.Random) -> list[str]:
@@ -605,11 +599,15 @@ def template_copies(questions: Sequence[TrainingQuestion], templates: str, rng: 
     no template or the question names no topic."""
     from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
-    table = ChainTemplates.load(templates)
+    return _written_copies(questions, ChainTemplates.load(templates), rng)
+
+
+def _written_copies(questions: Sequence[TrainingQuestion], writer: Any, rng: random.Random) -> list[str]:
+    """``writer.compose(chain, mention, rng)`` per question (a phrase table or templates), else the question."""
     out: list[str] = []
     for question in questions:
         mention = next((m for m in question.mentions if m), "")
-        written = table.compose(question.chain, mention, rng) if mention else None
+        written = writer.compose(question.chain, mention, rng) if mention else None
         out.append(written or question.text)
     return out
 

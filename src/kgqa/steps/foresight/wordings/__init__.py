@@ -23,6 +23,22 @@ from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction
 
 
+def read_wordings_file(spec: str, suffix: str, kind: str, noun: str) -> tuple[str, str]:
+    """The text and name of a wordings file: one packaged here (``spec`` + ``suffix``, e.g. ``metaqa.toml``) named
+    by ``spec``, or a file by path (one ending in ``suffix``'s extension, or any that exists)."""
+    path = Path(spec).expanduser()
+    if path.suffix == Path(suffix).suffix or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"{kind} {spec!r}: no such file")
+        return path.read_text(encoding="utf-8"), path.stem
+    packaged = resources.files(__package__).joinpath(f"{spec}{suffix}")
+    if not packaged.is_file():
+        known = sorted(p.name[:-len(suffix)] for p in resources.files(__package__).iterdir() if p.name.endswith(suffix))
+        raise ConfigError(f"{kind} {spec!r}: not a packaged {noun} ({', '.join(known)}) or a "
+                          f"{Path(suffix).suffix[1:].upper()} file")
+    return packaged.read_text(encoding="utf-8"), spec
+
+
 @dataclass(frozen=True)
 class ChainWordings:
     """A phrase table: noun phrases per (direction, relation) and question frames (see the module docstring)."""
@@ -34,18 +50,7 @@ class ChainWordings:
     @classmethod
     def load(cls, spec: str) -> ChainWordings:
         """A packaged table by name (``metaqa``) or a TOML file by path."""
-        path = Path(spec).expanduser()
-        if path.suffix == ".toml" or path.exists():
-            if not path.is_file():
-                raise ConfigError(f"composed wordings {spec!r}: no such file")
-            text, name = path.read_text(encoding="utf-8"), path.stem
-        else:
-            packaged = resources.files(__package__).joinpath(f"{spec}.toml")
-            if not packaged.is_file():
-                known = sorted(p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".toml"))
-                raise ConfigError(f"composed wordings {spec!r}: not a packaged table ({', '.join(known)}) or a "
-                                  f"TOML file")
-            text, name = packaged.read_text(encoding="utf-8"), spec
+        text, name = read_wordings_file(spec, ".toml", "composed wordings", "table")
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction, Hop
@@ -55,19 +53,9 @@ class ChainTemplates:
     @classmethod
     def load(cls, spec: str) -> ChainTemplates:
         """A packaged file by name (``metaqa``: ``metaqa_templates.json``) or a JSON file by path."""
-        path = Path(spec).expanduser()
-        if path.suffix == ".json" or path.exists():
-            if not path.is_file():
-                raise ConfigError(f"template wordings {spec!r}: no such file")
-            text, name = path.read_text(encoding="utf-8"), path.stem
-        else:
-            packaged = resources.files(__package__).joinpath(f"{spec}{SUFFIX}")
-            if not packaged.is_file():
-                known = sorted(p.name[:-len(SUFFIX)] for p in resources.files(__package__).iterdir()
-                               if p.name.endswith(SUFFIX))
-                raise ConfigError(f"template wordings {spec!r}: not a packaged file ({', '.join(known)}) or a "
-                                  f"JSON file")
-            text, name = packaged.read_text(encoding="utf-8"), spec
+        from kgqa.steps.foresight.wordings import read_wordings_file
+
+        text, name = read_wordings_file(spec, SUFFIX, "template wordings", "file")
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
