@@ -613,9 +613,9 @@ def test_template_wordings_cover_every_metaqa_chain_and_are_seeded() -> None:
     chain = QTYPE_CHAINS["movie_to_writer_to_movie_to_actor"]
     assert table.compose(chain, "Heat", random.Random(3)) == table.compose(chain, "Heat", random.Random(3))
     assert table.compose(parse_chain("produced_by"), "Heat", random.Random(0)) is None
-    # keys: a chain written out, or a MetaQA question type
+    # keys: a chain written out, ^ for a hop walked backward
     assert parse_chain_key("^starred_actors,directed_by") == (Hop("starred_actors", Direction.IN), Hop("directed_by"))
-    assert parse_chain_key("actor_to_movie_to_director") == QTYPE_CHAINS["actor_to_movie_to_director"]
+    assert parse_chain_key("^starred_actors,directed_by") == QTYPE_CHAINS["actor_to_movie_to_director"]
 
 
 def test_template_wordings_share_no_wording_with_the_reworded_sets() -> None:

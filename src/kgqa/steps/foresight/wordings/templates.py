@@ -2,8 +2,8 @@
 
 A template file (JSON; ``metaqa_templates.json`` here) maps a relation chain to question templates with one
 ``{topic}``: "Give me the cast of other films penned by whoever wrote {topic}". A key is a chain written as its hops,
-comma-separated, ``^`` for a hop walked backward (``"^starred_actors,directed_by"``), or a MetaQA question type
-(``"actor_to_movie_to_director"``, read by :func:`kgqa.eval.metaqa_chains.chain_for_qtype`).
+comma-separated, ``^`` for a hop walked backward (``"^starred_actors,directed_by"``: the directors of the films
+an actor starred in, MetaQA's ``actor_to_movie_to_director``).
 :meth:`ChainTemplates.compose` picks one template of the question's chain with the caller's seeded ``random.Random``.
 
 Where the phrase table (:mod:`kgqa.steps.foresight.wordings`) composes noun phrases, templates carry whole frames:
@@ -19,28 +19,21 @@ import json
 import random
 from dataclasses import dataclass
 
-from kgqa.errors import ConfigError
-from kgqa.kg.base import Chain, Direction, Hop
+from kgqa.errors import ConfigError, KGError
+from kgqa.kg.base import Chain, parse_chain
 
 SUFFIX = "_templates.json"
 
 
 def parse_chain_key(key: str) -> Chain:
-    """A template file's key as a chain: ``"^starred_actors,directed_by"`` or a MetaQA question type."""
-    from kgqa.eval.metaqa_chains import chain_for_qtype
-
-    text = key.strip()
-    if "_to_" in text and "," not in text and "^" not in text:
-        return chain_for_qtype(text)
-    hops: list[Hop] = []
-    for part in text.split(","):
-        part = part.strip()
-        backward = part.startswith("^")
-        relation = part[1:] if backward else part
-        if not relation:
-            raise ConfigError(f"template key {key!r}: an empty hop (write relations comma-separated, ^ for backward)")
-        hops.append(Hop(relation, Direction.IN if backward else Direction.OUT))
-    return tuple(hops)
+    """A template file's key as a chain: ``"^starred_actors,directed_by"``."""
+    try:
+        chain = parse_chain(key)
+    except KGError as exc:
+        raise ConfigError(f"template key {key!r}: {exc}") from None
+    if not chain or any(not hop.relation for hop in chain):
+        raise ConfigError(f"template key {key!r}: an empty hop (write relations comma-separated, ^ for backward)")
+    return chain
 
 
 @dataclass(frozen=True)
