@@ -26,8 +26,9 @@ from kgqa.kg.base import Chain, Direction
 def read_wordings_file(spec: str, suffix: str, kind: str, noun: str) -> tuple[str, str]:
     """The text and name of a wordings file: one packaged here (``spec`` + ``suffix``, e.g. ``metaqa.toml``) named
     by ``spec``, or a file by path (one ending in ``suffix``'s extension, or any that exists)."""
+    extension = "." + suffix.rsplit(".", 1)[-1]  # ".toml" of "metaqa.toml", ".json" of "_templates.json"
     path = Path(spec).expanduser()
-    if path.suffix == Path(suffix).suffix or path.exists():
+    if path.suffix == extension or path.exists():
         if not path.is_file():
             raise ConfigError(f"{kind} {spec!r}: no such file")
         return path.read_text(encoding="utf-8"), path.stem
@@ -35,7 +36,7 @@ def read_wordings_file(spec: str, suffix: str, kind: str, noun: str) -> tuple[st
     if not packaged.is_file():
         known = sorted(p.name[:-len(suffix)] for p in resources.files(__package__).iterdir() if p.name.endswith(suffix))
         raise ConfigError(f"{kind} {spec!r}: not a packaged {noun} ({', '.join(known)}) or a "
-                          f"{Path(suffix).suffix[1:].upper()} file")
+                          f"{extension[1:].upper()} file")
     return packaged.read_text(encoding="utf-8"), spec
 
 
