@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import random
 import re
@@ -325,8 +326,6 @@ def metaqa_wordings(data_dir: Path, splits: tuple[str, ...] = ("test",)) -> set[
 
 def dev_templates(path: Path = DEV_TEMPLATES) -> dict[str, list[str]]:
     """The dev split's templates (question type -> wordings), read from their JSON file."""
-    import json
-
     return json.loads(path.read_text(encoding="utf-8"))
 
 

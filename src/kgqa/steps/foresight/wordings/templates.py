@@ -31,8 +31,8 @@ def parse_chain_key(key: str) -> Chain:
         chain = parse_chain(key)
     except KGError as exc:
         raise ConfigError(f"template key {key!r}: {exc}") from None
-    if not chain or any(not hop.relation for hop in chain):
-        raise ConfigError(f"template key {key!r}: an empty hop (write relations comma-separated, ^ for backward)")
+    if not chain:  # parse_chain rejects an empty hop, not an empty key
+        raise ConfigError(f"template key {key!r}: no relations (write them comma-separated, ^ for backward)")
     return chain
 
 
