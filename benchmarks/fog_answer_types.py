@@ -44,6 +44,10 @@ def main() -> None:
     parser.add_argument("--hops", type=int, action="append", help="hops to run (repeatable; default 1, 2, 3)")
     parser.add_argument("--weight", type=float, action="append", help=f"weights (repeatable; default {WEIGHTS})")
     parser.add_argument("--compare", type=float, default=1.0, help="the weight whose changed questions are listed")
+    parser.add_argument("--parts", action="store_true",
+                        help="also read --answer-types at the --compare weight with its end type only, and with the "
+                             "end type plus only its junctions or only its topic head (columns end, +junctions, "
+                             "+topic); the weight columns read it whole, as FoG does by default")
     parser.add_argument("--reworded", action="store_true", help="the reworded test sets instead of unseen dev")
     parser.add_argument("--typed-retry", action="store_true",
                         help="also run FoG itself at the --compare weight with its typed retry (a column 'retry')")
@@ -69,12 +73,17 @@ def main() -> None:
 
     scorer = load_scorer(args.scorer)
     types = AnswerTypes.load(args.answer_types)
-    also: list[tuple[str, Any]] = []
+    # (column, model, prior options): the other models read whole, and --parts' readings of the main one
+    also: list[tuple[str, Any, dict[str, bool]]] = []
     for item in args.also_types:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             parser.error(f"--also-types {item!r}: expected NAME=DIR")
-        also.append((name, AnswerTypes.load(path)))
+        also.append((name, AnswerTypes.load(path), {}))
+    if args.parts:
+        also += [("end", types, {"topic": False, "junctions": False}),
+                 ("+junctions", types, {"topic": False, "junctions": True}),
+                 ("+topic", types, {"topic": True, "junctions": False})]
     seen = set().union(*[set(m.meta.get("training_questions", [])) for m in scorer.members])
     kg = open_kg(args.kg)
     embedder = load_embedder(types.encoder)
@@ -111,14 +120,22 @@ def main() -> None:
             questions = [q for q in training_questions([f"metaqa-{k}hop"], "dev", data_dir=args.data_dir).questions
                          if q.source not in seen]
         started = time.perf_counter()
-        probabilities = types.probabilities(embedder, [q.text for q in questions], [q.mentions for q in questions])
+        texts, mentions = [q.text for q in questions], [q.mentions for q in questions]
+        probabilities, topics = types.read(embedder, texts, mentions)
         counts: dict[Any, list[int]] = {w: [0, 0] for w in weights}
         if fog is not None:
             counts["retry"] = [0, 0]
         also_rows = {}
-        for name, other in also:
+        for name, other, _ in also:
             counts[name] = [0, 0]
-            also_rows[name] = other.probabilities(embedder, [q.text for q in questions], [q.mentions for q in questions])
+            also_rows[name] = other.read(embedder, texts, mentions)
+
+        def whole(model: Any, rows: tuple[Any, Any], i: int, weight: float, topic: bool = True,
+                  junctions: bool = True) -> Any:
+            """The model's prior for question i as FoG reads it (its topic head and junctions when it has them)."""
+            answer_rows, topic_rows = rows
+            return model.prior(answer_rows[i], weight, topic=topic_rows[i] if topic and topic_rows is not None
+                               else None, junctions=junctions)
         retried = []
         changed = []
         for i, (q, row) in enumerate(zip(questions, probabilities, strict=True)):
@@ -127,15 +144,15 @@ def main() -> None:
             read = {}
             for w in weights:
                 ranked, _ = READING.rank(graph, answerable=answerable,
-                                         pattern_prior=types.prior(row, w) if w else None)
+                                         pattern_prior=whole(types, (probabilities, topics), i, w) if w else None)
                 names = [a.entity for a in ranked]
                 hit1, hit = bool(names) and names[0] in q.answers, bool(set(names) & q.answers)
                 counts[w][0] += hit1
                 counts[w][1] += hit
                 read[w] = (hit, [end_name(hop) for hop in ranked[0].pattern] if ranked else None)
-            for name, other in also:
+            for name, other, options in also:
                 ranked, _ = READING.rank(graph, answerable=answerable,
-                                         pattern_prior=other.prior(also_rows[name][i], args.compare))
+                                         pattern_prior=whole(other, also_rows[name], i, args.compare, **options))
                 names = [a.entity for a in ranked]
                 counts[name][0] += bool(names) and names[0] in q.answers
                 counts[name][1] += bool(set(names) & q.answers)
@@ -172,7 +189,7 @@ def main() -> None:
              f"Command: `python benchmarks/fog_answer_types.py {shlex.join(sys.argv[1:])}`", "",
              "| hops | questions | " + " | ".join(f"weight {w}: Hits@1 / hit (misses)" for w in weights)
              + (f" | FoG, weight {args.compare} + typed retry" if fog is not None else "")
-             + "".join(f" | {name}, weight {args.compare}" for name, _ in also) + " |",
+             + "".join(f" | {name}, weight {args.compare}" for name, _, _ in also) + " |",
              "|---|---|" + "---|" * (len(weights) + (fog is not None) + len(also))]
     for r in results:
         cells = [f"{v['hits1']:.2f} / {v['hit']:.2f} ({v['misses']})" for v in r["weights"].values()]

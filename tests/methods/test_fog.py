@@ -249,6 +249,52 @@ def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expe
     assert typed.explain(off).fields["answer_type"] is None
 
 
+def test_junctions_and_the_topic_head_of_an_answer_type_model_weigh_patterns_and_can_be_switched_off(
+        kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+
+    # every end of the kit KG typed, the answer head sure of a country; the kit scorer reads Inception's actors'
+    # nationality, so a model that has measured actors never leaving by a nationality reads the director's instead
+    person, film, country = "person", "film", "country"
+    types = {("people.person.nationality", False): country, ("people.person.nationality", True): person,
+             ("film.film.directed_by", False): person, ("film.film.directed_by", True): film,
+             ("film.director.film", False): film, ("film.director.film", True): person,
+             ("film.performance.actor", False): person, ("film.performance.actor", True): "performance",
+             ("film.film.starring", False): "performance", ("film.film.starring", True): film,
+             ("film.film.initial_release_date", False): "year", ("film.film.initial_release_date", True): film,
+             ("award.award_winner.awards_won", False): "award", ("award.award_winner.awards_won", True): person,
+             ("award.award_honor.year", False): "year", ("award.award_honor.year", True): "award",
+             ("film.performance.character", False): "character", ("film.performance.character", True): "performance"}
+    embedder = offline_embedder(64)
+    zeros = np.zeros((3, embedder.dim), dtype=np.float32)
+    AnswerTypes(types, [country, film, person], zeros, np.array([8.0, 0.0, 0.0], dtype=np.float32), "hash:64",
+                embedder.name, topic_classes=[country, film, person], topic_weight=zeros,
+                topic_bias=np.array([0.0, 8.0, 0.0], dtype=np.float32),
+                junctions={(("film.performance.actor", False), ("people.person.nationality", False)): 0.0}
+                ).save(tmp_path / "types")
+    inception = question("Where is the director of Inception from?", ("m.inception", "Inception"))
+    settings = {"mode": "graph", "scorer": str(scorer_dir), "tau_e": 0.0, "answer_types": str(tmp_path / "types"),
+                "typed_retry": False}
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    method = FoG(**settings)
+    pred = solve(method, inception, ctx)
+    assert pred.names == ["United Kingdom"]
+    assert events(pred, "fog.answer")[0]["pattern"] == "^film.director.film -> people.person.nationality"
+    (odds,) = events(pred, "fog.answer_types")
+    assert odds["junctions"] is True and odds["topic"] == film and odds["topic_p"][film] > 0.99
+    explained = method.explain(pred)
+    assert explained.fields["topic_type"] == film
+    assert any(line.startswith("topic type: film (p 1.00;") for line in explained.lines), explained.lines
+    # without the junctions the actors' nationality stands; without the topic head the trace has no topic
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    plain = solve(FoG(**settings, answer_type_junctions=False, answer_type_topic=False), inception, ctx)
+    assert plain.names == ["United States"]
+    (odds,) = events(plain, "fog.answer_types")
+    assert odds["junctions"] is False and "topic" not in odds
+
+
 def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_aside_otherwise(
         kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
     import numpy as np

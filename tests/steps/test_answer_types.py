@@ -11,9 +11,17 @@ import numpy as np
 import pytest
 
 from kgqa.cli import main
+from kgqa.errors import ConfigError
 from kgqa.kg.base import parse_chain
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
-from kgqa.steps.foresight.answer_types import FILE, AnswerTypes, induce_types, mask_mentions, train_answer_types
+from kgqa.steps.foresight.answer_types import (
+    FILE,
+    AnswerTypes,
+    induce_types,
+    junction_shares,
+    mask_mentions,
+    train_answer_types,
+)
 from kgqa.steps.foresight.training import TrainingQuestion
 from kgqa.text import HashingEmbedder
 
@@ -102,6 +110,70 @@ def test_the_classifier_reads_the_type_a_question_asks_for_and_survives_a_save(k
     assert prior((("starred_actors", False),)) == pytest.approx(1e-3 ** 0.5)  # a type no question ends on
     assert prior((("no_such_relation", False),)) == 1.0  # an untyped end: no opinion
     assert again.prior(probs[0], 0.0)((("starred_actors", False),)) == 1.0
+
+
+def test_junctions_measure_how_often_one_type_goes_on_by_a_relation_of_another(kg: EmbeddedKG) -> None:
+    samples = {("directed_by", False): PEOPLE[:4], ("starred_actors", False): ["A0", "A2", "A4"],
+               ("directed_by", True): FILMS[:4], ("written_by", True): FILMS[4:], ("starred_actors", True): ["F0"]}
+    types = induce_types(kg, samples)
+    shares = junction_shares(kg, samples, types)
+    actor, director, films_of = ("starred_actors", False), ("directed_by", False), ("directed_by", True)
+    # an actor is no film: none of them has a director
+    assert shares[(actor, director)] == 0.0
+    # every director sampled directed a film: a junction within one type is not stored (it costs nothing)
+    assert (director, films_of) not in shares and (films_of, director) not in shares
+    # a hop whose start no sample typed has no junction: nothing is known of what leaves by it
+    assert (director, ("written_by", True)) not in shares
+    # every junction stored joins two types, and every pair of sampled ends of two types is stored
+    assert all(types[a] != types[(b[0], not b[1])] for a, b in shares)
+    assert {(a, b) for a in samples for b in samples
+            if (b[0], not b[1]) in types and types[a] != types[(b[0], not b[1])]} <= set(shares)
+
+
+def test_the_prior_charges_each_junction_between_two_types_and_reads_the_topic_head(kg: EmbeddedKG,
+                                                                                     tmp_path: Path) -> None:
+    embedder = HashingEmbedder(128)
+    model = train_answer_types(kg, training_set(), embedder, seed=3)
+    actor, director, films_of = ("starred_actors", False), ("directed_by", False), ("directed_by", True)
+    assert model.junctions[(actor, director)] == 0.0
+    # the topic head: "who directed [F]" starts from a film, "which films did [P] direct" from a director
+    assert model.topic_classes is not None and set(model.topic_classes) == {"^directed_by", "directed_by"}
+    new = ["who directed [Heat]", "which films did [Mann] direct"]
+    answer_rows, topic_rows = model.read(embedder, new, [["Heat"], ["Mann"]])
+    assert topic_rows is not None
+    assert [model.topic_classes[i] for i in topic_rows.argmax(axis=1)] == ["^directed_by", "directed_by"]
+    assert np.allclose(answer_rows, model.probabilities(embedder, new, [["Heat"], ["Mann"]]))
+
+    plain = model.prior(answer_rows[0], 1.0, junctions=False)
+    charged = model.prior(answer_rows[0], 1.0)
+    through_actor = (actor, director)  # an actor read as a film: MetaQA's "Lucy"
+    assert charged(through_actor) == pytest.approx(plain(through_actor) * 1e-3)  # share 0, floored
+    assert charged((director, films_of, director)) == pytest.approx(plain((director, films_of, director)))
+    # the topic row weighs the start: from a film (directed_by) or from a director (^directed_by)
+    topical = model.prior(answer_rows[0], 1.0, topic=topic_rows[0])
+    p_film = float(topic_rows[0][model.topic_classes.index("^directed_by")])
+    assert topical((director,)) == pytest.approx(charged((director,)) * p_film)
+    assert topical((films_of,)) == pytest.approx(charged((films_of,)) * max(1 - p_film, 1e-3), rel=1e-3)
+    assert model.prior(answer_rows[0], 0.0, topic=topic_rows[0])(through_actor) == 1.0  # weight 0: no opinion
+
+    model.save(tmp_path / "types")
+    again = AnswerTypes.load(tmp_path / "types")
+    assert again.junctions == model.junctions and again.topic_classes == model.topic_classes
+    assert np.allclose(again.read(embedder, new, [["Heat"], ["Mann"]])[1], topic_rows, atol=1e-6)
+    # a model saved before the topic head and the junctions reads as it did: end type only
+    data = json.loads((tmp_path / "types" / FILE).read_text(encoding="utf-8"))
+    del data["topic"], data["junctions"]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / FILE).write_text(json.dumps(data), encoding="utf-8")
+    old = AnswerTypes.load(tmp_path / "old")
+    assert old.topic_classes is None and old.junctions == {} and old.read(embedder, new, [["Heat"], ["Mann"]])[1] is None
+    assert old.prior(answer_rows[0], 1.0)(through_actor) == pytest.approx(plain(through_actor))
+    # a topic head that does not fit its classes is refused like the answer head
+    data = json.loads((tmp_path / "types" / FILE).read_text(encoding="utf-8"))
+    data["topic"]["bias"] = data["topic"]["bias"][:-1]
+    (tmp_path / "types" / FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="do not agree"):
+        AnswerTypes.load(tmp_path / "types")
 
 
 def test_answer_types_train_on_several_blocks_of_copies(kg: EmbeddedKG) -> None:

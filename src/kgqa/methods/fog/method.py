@@ -204,6 +204,13 @@ class FoGConfig(MethodConfig):
     answer_type_weight: float = Field(default=1.0, ge=0.0, le=4.0,
                                       description="exponent of the answer-type prior (0: no effect; 1 chosen on "
                                                   "unseen MetaQA dev, docs/fog.md)")
+    answer_type_topic: bool = Field(
+        default=True, description="with answer_types whose model has a topic head: also weigh each pattern by P(the "
+        "type where it starts | question) ** answer_type_weight (\"the movie X\": a film, not a person of that name)")
+    answer_type_junctions: bool = Field(
+        default=True, description="with answer_types whose model has junctions: also weigh each pattern by the share "
+        "of entities that go on from one hop's end type by the next hop, where the two types differ, ** "
+        "answer_type_weight (an actor named like a film is not that film)")
     typed_retry: bool = Field(
         default=True, description="with answer_types, graph mode: when the answer pattern ends on a type the question "
         "almost surely does not ask for (P < typed_retry_below), expand again keeping the triples of the likely types "
@@ -316,6 +323,10 @@ class FoG(KGQAMethod):
             odds = typed.get("p") or {}
             lines.append(f"answer type: {typed.get('best')} (p {odds.get(typed.get('best'), float('nan')):.2f}; "
                          "weighs each answer pattern by its end's type)")
+            if typed.get("topic"):
+                topic_odds = typed.get("topic_p") or {}
+                lines.append(f"topic type: {typed['topic']} (p {topic_odds.get(typed['topic'], float('nan')):.2f}; "
+                             "weighs each answer pattern by the type it starts from)")
         retry = events.get("fog.typed_retry")
         if retry:
             lines.append(f"typed retry: {retry.get('before') or 'no answer'} (p {retry.get('p_before')}) -> "
@@ -329,7 +340,8 @@ class FoG(KGQAMethod):
             lines.append(f"fallback: {answer['fallback']}")
         fields = {"mode": answer.get("mode"), "pattern": answer.get("pattern"), "paths": answer.get("paths"),
                   "rounds": len(rounds), "source": answer.get("source"), "answer_type": typed.get("best") if typed
-                  else None, "typed_retry": retry.get("used") if retry else None}
+                  else None, "topic_type": typed.get("topic") if typed else None,
+                  "typed_retry": retry.get("used") if retry else None}
         return Explanation(fields=fields, lines=lines)
 
     # -- loading ---------------------------------------------------------------------------------------------------
@@ -419,10 +431,18 @@ class FoG(KGQAMethod):
             return None
         types, embedder = self._answer_types(labels.embedder)
         mentions = [t.name for t in question.topic_entities if t.name]
-        probabilities = types.probabilities(embedder, [question.text], [mentions])[0]
+        answer_rows, topic_rows = types.read(embedder, [question.text], [mentions])
+        probabilities = answer_rows[0]
+        topic = topic_rows[0] if topic_rows is not None and cfg.answer_type_topic else None
+        extra: dict[str, Any] = {}
+        if topic is not None and types.topic_classes:
+            extra["topic"] = types.topic_classes[int(topic.argmax())]
+            extra["topic_p"] = {c: round(float(p), 4) for c, p in zip(types.topic_classes, topic, strict=True)}
         ctx.trace.add("fog.answer_types", best=types.classes[int(probabilities.argmax())],
-                      p={c: round(float(p), 4) for c, p in zip(types.classes, probabilities, strict=True)})
-        return _Typing(types, probabilities, types.prior(probabilities, cfg.answer_type_weight))
+                      p={c: round(float(p), 4) for c, p in zip(types.classes, probabilities, strict=True)},
+                      junctions=bool(types.junctions) and cfg.answer_type_junctions, **extra)
+        return _Typing(types, probabilities, types.prior(probabilities, cfg.answer_type_weight, topic=topic,
+                                                         junctions=cfg.answer_type_junctions))
 
     def _rank(self, graph: ExpandedGraph, ctx: MethodContext, prior: PatternPrior | None) -> list[RankedAnswer]:
         ranked, _ = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)),

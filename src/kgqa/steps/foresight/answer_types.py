@@ -17,9 +17,17 @@ questions:
   mentions masked ("who directed the films X starred in"), trained on the training questions (and the composed
   wordings of their chains when a phrase table is given) to predict the type of the gold chain's last hop.
 
-At reading time a pattern's walks are multiplied by P(type of the pattern's end | question) ** ``weight``
+* a second linear head on the same vector, predicting the type of the question's **topic** (the start of the gold
+  chain's first hop): "the movie X" is a film, "films X directed" asks from a person.
+* **junctions** from the KG: for two ends a and b whose types differ where one hop would end and the next begin (a walk
+  reaching an entity at a, then leaving it by b), the share of the entities sampled at a that can leave by b.
+  MetaQA's KB names a film and a person alike by a string, so "Lucy" is both the dog acting in Wendy and Lucy and a
+  film with a director; an actor leaving by ``directed_by`` happens for 0.1% of them.
+
+At reading time a pattern's walks are multiplied by P(type of the pattern's end | question) ** ``weight``, by
+P(type of its start | question) ** ``weight`` and by each junction's share ** ``weight`` (1 where the types agree)
 (:func:`kgqa.steps.foresight.graph.rank_answers`, ``pattern_prior``). kgqa's own addition: the paper has no answer
-types (its LLM reads the memory subgraph).
+types (its LLM reads the memory subgraph). Models trained before the topic head and the junctions read without them.
 
 Trained by ``kgqa train answer-types``; a directory holding ``answer_types.json`` (types, weights, the encoder's name
 and how it was trained), used with ``--method-config answer_types=DIR``.
@@ -32,6 +40,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +63,11 @@ def parse_end(name: str) -> End:
     return (name[1:], True) if name.startswith("^") else (name, False)
 
 
+def reverse(end: End) -> End:
+    """The same relation walked the other way: where a hop by ``end`` starts is where a hop by ``reverse(end)`` ends."""
+    return (end[0], not end[1])
+
+
 def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     """The question with its topic mentions replaced by a placeholder (and MetaQA's brackets dropped), so the
     classifier reads the wording, not the entity: case-insensitive, longest mention first."""
@@ -71,19 +85,7 @@ def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, conta
     hop). End A falls in with end B when at least ``containment`` of A's samples also have B's relation in B's
     direction (they could be reached at B), or the other way round; types are the connected groups."""
     ends = sorted(samples)
-    relations: dict[tuple[str, bool], frozenset[str]] = {}  # one KG call per (entity, direction), whatever the end
-
-    def reached_at(entity: str, end: End) -> bool:
-        relation, backward = end
-        # reached forwards by r: the entity has r incoming; reached backwards: r outgoing
-        key = (entity, backward)
-        if key not in relations:
-            relations[key] = frozenset(kg.relations(entity, Direction.OUT if backward else Direction.IN))
-        return relation in relations[key]
-
-    def share(a: End, b: End) -> float:
-        items = samples[a]
-        return sum(reached_at(e, b) for e in items) / len(items) if items else 0.0
+    share = _Reach(kg, samples).share
 
     parent = {end: end for end in ends}
 
@@ -101,6 +103,44 @@ def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, conta
     for end in ends:
         groups.setdefault(root(end), []).append(end)
     return {end: end_name(min(members)) for members in groups.values() for end in members}
+
+
+class _Reach:
+    """Which of the entities sampled at an end could be reached at another end (one KG call per entity and
+    direction, whatever the end)."""
+
+    def __init__(self, kg: KnowledgeGraph, samples: dict[End, Sequence[str]]) -> None:
+        self.kg = kg
+        self.samples = samples
+        self._relations: dict[tuple[str, bool], frozenset[str]] = {}
+
+    def reached_at(self, entity: str, end: End) -> bool:
+        relation, backward = end
+        # reached forwards by r: the entity has r incoming; reached backwards: r outgoing
+        key = (entity, backward)
+        if key not in self._relations:
+            self._relations[key] = frozenset(self.kg.relations(entity, Direction.OUT if backward else Direction.IN))
+        return relation in self._relations[key]
+
+    def share(self, a: End, b: End) -> float:
+        """The share of ``a``'s samples that could be reached at ``b``."""
+        items = self.samples[a]
+        return sum(self.reached_at(e, b) for e in items) / len(items) if items else 0.0
+
+
+def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types: dict[End, str]
+                    ) -> dict[tuple[End, End], float]:
+    """For every pair of typed ends (a, b) where a hop ending at a and a hop by b starting there would join two
+    types: the share of the entities sampled at a that can leave by b (that could be reached at b's reverse). Pairs
+    whose types agree are left out (a junction within one type costs nothing)."""
+    reach = _Reach(kg, samples)
+    shares = {}
+    for a in sorted(samples):
+        for b in sorted(types):
+            start = reverse(b)
+            if start in types and types[a] != types[start]:
+                shares[(a, b)] = round(reach.share(a, start), 4)
+    return shares
 
 
 def model_file(path: str | Path) -> Path:
@@ -124,25 +164,52 @@ class AnswerTypes:
     encoder: str  # the embedder spec it was trained with (load_embedder(encoder))
     embedder_name: str  # that embedder's name, checked when it reads
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the topic head (None in models trained before it): classes, (classes, dim) weights, (classes,) bias
+    topic_classes: list[str] | None = None
+    topic_weight: np.ndarray | None = None
+    topic_bias: np.ndarray | None = None
+    #: (end a, end b) -> share of a's entities that can leave by b, for pairs of two types (empty: none stored)
+    junctions: dict[tuple[End, End], float] = field(default_factory=dict)
+
+    def _vectors(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
+        if getattr(embedder, "name", self.embedder_name) != self.embedder_name:
+            raise ConfigError(f"answer-type model made with encoder {self.embedder_name!r}, not {embedder.name!r}")
+        return np.asarray(embedder.embed([mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]),
+                          dtype=np.float32)
 
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text."""
-        if getattr(embedder, "name", self.embedder_name) != self.embedder_name:
-            raise ConfigError(f"answer-type model made with encoder {self.embedder_name!r}, not {embedder.name!r}")
-        vectors = np.asarray(embedder.embed([mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]),
-                             dtype=np.float32)
-        logits = vectors @ self.weight.T + self.bias
-        logits -= logits.max(axis=1, keepdims=True)
-        probs = np.exp(logits)
-        return probs / probs.sum(axis=1, keepdims=True)
+        return _softmax(self._vectors(embedder, texts, mentions), self.weight, self.bias)
 
-    def prior(self, probabilities: np.ndarray, weight: float, *, floor: float = 1e-3
-              ) -> Callable[[tuple[End, ...]], float]:
+    def read(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(:meth:`probabilities`, P(topic class | question) or None without a topic head), one embedding per text."""
+        vectors = self._vectors(embedder, texts, mentions)
+        topic = None
+        if self.topic_weight is not None and self.topic_bias is not None:
+            topic = _softmax(vectors, self.topic_weight, self.topic_bias)
+        return _softmax(vectors, self.weight, self.bias), topic
+
+    def prior(self, probabilities: np.ndarray, weight: float, *, floor: float = 1e-3,
+              topic: np.ndarray | None = None, junctions: bool = True) -> Callable[[tuple[End, ...]], float]:
         """The pattern prior for one question's row of :meth:`probabilities`: max(P(type of the pattern's end),
-        ``floor``) ** weight, where a type no training question ended on has P = 0; 1 for an untyped end."""
+        ``floor``) ** weight, where a type no training question ended on has P = 0; 1 for an untyped end. With
+        ``topic`` (the question's row of the topic head) times max(P(type of the pattern's start), ``floor``) **
+        weight; with ``junctions`` times max(share, ``floor``) ** weight for each junction between two types."""
         def prior(pattern: tuple[End, ...]) -> float:
-            p = self.end_probability(probabilities, pattern[-1]) if pattern else None
-            return 1.0 if p is None else max(p, floor) ** weight
+            if not pattern:
+                return 1.0
+            p = self.end_probability(probabilities, pattern[-1])
+            value = 1.0 if p is None else max(p, floor) ** weight
+            if topic is not None:
+                start = self.topic_probability(topic, pattern[0])
+                value *= 1.0 if start is None else max(start, floor) ** weight
+            if junctions and self.junctions:
+                for a, b in pairwise(pattern):
+                    share = self.junctions.get((a, b))
+                    if share is not None:
+                        value *= max(share, floor) ** weight
+            return value
 
         return prior
 
@@ -152,6 +219,14 @@ class AnswerTypes:
         if kind is None:
             return None
         return float(probabilities[self.classes.index(kind)]) if kind in self.classes else 0.0
+
+    def topic_probability(self, topic: np.ndarray, first: End) -> float | None:
+        """P(the type where a hop by ``first`` starts | question) from one row of the topic head; None when that
+        start is untyped or the model has no topic head."""
+        kind = self.types.get(reverse(first))
+        if kind is None or self.topic_classes is None:
+            return None
+        return float(topic[self.topic_classes.index(kind)]) if kind in self.topic_classes else 0.0
 
     def likely_ends(self, probabilities: np.ndarray, threshold: float = 0.5) -> set[End]:
         """The ends whose type has P >= ``threshold`` for this question (one row of :meth:`probabilities`)."""
@@ -163,6 +238,12 @@ class AnswerTypes:
         data = {"encoder": self.encoder, "embedder_name": self.embedder_name, "classes": self.classes,
                 "types": {end_name(end): kind for end, kind in sorted(self.types.items())},
                 "weight": self.weight.tolist(), "bias": self.bias.tolist(), **self.meta}
+        if self.topic_classes is not None and self.topic_weight is not None and self.topic_bias is not None:
+            data["topic"] = {"classes": self.topic_classes, "weight": self.topic_weight.tolist(),
+                             "bias": self.topic_bias.tolist()}
+        if self.junctions:
+            data["junctions"] = {f"{end_name(a)} {end_name(b)}": share
+                                 for (a, b), share in sorted(self.junctions.items())}
         (out / FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -176,14 +257,36 @@ class AnswerTypes:
             types = {parse_end(str(k)): str(v) for k, v in data["types"].items()}
             encoder = str(data["encoder"])
             embedder_name = str(data.get("embedder_name", encoder))
+            topic = data.get("topic")
+            topic_classes = [str(c) for c in topic["classes"]] if topic else None
+            topic_weight = np.asarray(topic["weight"], dtype=np.float32) if topic else None
+            topic_bias = np.asarray(topic["bias"], dtype=np.float32) if topic else None
+            junctions = {}
+            for key, share in (data.get("junctions") or {}).items():
+                a, b = str(key).split()
+                junctions[(parse_end(a), parse_end(b))] = float(share)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"answer types {file} cannot be read: {exc}") from None
-        if weight.ndim != 2 or weight.shape[0] != len(classes) or bias.shape != (len(classes),) \
-                or not set(classes) <= set(types.values()):
+        if not _agrees(weight, bias, classes, types) or (
+                topic_classes is not None and not _agrees(topic_weight, topic_bias, topic_classes, types)) or (
+                topic_weight is not None and topic_weight.shape[1:] != weight.shape[1:]):
             raise ConfigError(f"answer types {file}: weights, classes and types do not agree")
         meta = {k: v for k, v in data.items()
-                if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias"}}
-        return cls(types, classes, weight, bias, encoder, embedder_name, meta)
+                if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias", "topic", "junctions"}}
+        return cls(types, classes, weight, bias, encoder, embedder_name, meta, topic_classes, topic_weight, topic_bias,
+                   junctions)
+
+
+def _agrees(weight: np.ndarray | None, bias: np.ndarray | None, classes: list[str], types: dict[End, str]) -> bool:
+    return (weight is not None and bias is not None and weight.ndim == 2 and weight.shape[0] == len(classes)
+            and bias.shape == (len(classes),) and set(classes) <= set(types.values()))
+
+
+def _softmax(vectors: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    logits = vectors @ weight.T + bias
+    logits -= logits.max(axis=1, keepdims=True)
+    probs = np.exp(logits)
+    return probs / probs.sum(axis=1, keepdims=True)
 
 
 def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random, per_end: int
@@ -206,10 +309,9 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
     same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
-    spec, recorded so the model can load it again (default: its name). Seeded; full-batch Adam, cross-entropy."""
-    from kgqa.steps.foresight.scorer import _torch
-
-    torch = _torch()
+    spec, recorded so the model can load it again (default: its name). The topic head learns the type where each
+    question's chain starts, from the same vectors; the junctions are measured on the same samples as the types.
+    Seeded; full-batch Adam, cross-entropy."""
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
@@ -218,31 +320,69 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     blocks = len(copies) // len(questions)
     rng = random.Random(f"{seed}:answer-types")
 
-    def last(q: Any) -> End:
-        hop = q.chain[-1]
+    def hop_end(q: Any, index: int) -> End:
+        hop = q.chain[index]
         return (hop.relation, hop.direction is Direction.IN)
 
     pools: dict[End, set[str]] = {}
     for q in questions:
-        pools.setdefault(last(q), set()).update(q.answers)
+        pools.setdefault(hop_end(q, -1), set()).update(q.answers)
     samples = {end: rng.sample(sorted(pool), min(samples_per_end, len(pool))) for end, pool in pools.items()}
     for end, found in _ends_around(kg, sorted({e for items in samples.values() for e in items}), rng,
                                    samples_per_end).items():
         samples.setdefault(end, found)  # ends no training question ends on, one hop from the answers
     types = induce_types(kg, samples, containment=containment)
-    classes = sorted({types[last(q)] for q in questions})
+    classes = sorted({types[hop_end(q, -1)] for q in questions})
     say(f"{len(types)} answer ends in {len(classes)} types: " + "; ".join(
         f"{kind} = {', '.join(end_name(e) for e in sorted(types) if types[e] == kind)}" for kind in classes))
-    labels = [classes.index(types[last(q)]) for q in questions]
+    junctions = junction_shares(kg, samples, types)
+    crossing = sorted(junctions.items(), key=lambda item: item[1])
+    say(f"{len(junctions)} junctions between two types; least crossed: " + ", ".join(
+        f"{end_name(a)} then {end_name(b)} {share:.3f}" for (a, b), share in crossing[:4]))
+    starts = [types.get(reverse(hop_end(q, 0))) for q in questions]
+    topic_classes = sorted({kind for kind in starts if kind is not None})
     texts = [mask_mentions(q.text, q.mentions) for q in questions]
     texts += [mask_mentions(c, questions[i % len(questions)].mentions) for i, c in enumerate(copies)]
-    labels += labels * blocks
     say(f"embedding {len(texts)} question texts")
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    labels = [classes.index(types[hop_end(q, -1)]) for q in questions] * (blocks + 1)
+    head = _fit_linear(vectors, labels, len(classes), seed=seed, epochs=epochs, lr=lr)
+    say(f"classifier: training loss {head.loss:.4f}, training accuracy {100 * head.accuracy:.1f}")
+    topic = None
+    if topic_classes:
+        rows = [i for i in range(len(texts)) if starts[i % len(questions)] is not None]
+        topic = _fit_linear(vectors[rows], [topic_classes.index(str(starts[i % len(questions)])) for i in rows],
+                            len(topic_classes), seed=seed, epochs=epochs, lr=lr)
+        say(f"topic head ({len(topic_classes)} types): training loss {topic.loss:.4f}, "
+            f"training accuracy {100 * topic.accuracy:.1f}")
+    trained = {"questions": len(questions), "copies": len(copies), "loss": round(head.loss, 5),
+               "accuracy": round(head.accuracy, 5), "epochs": epochs, "lr": lr, "seed": seed, "containment": containment,
+               "samples_per_end": samples_per_end}
+    if topic is not None:
+        trained["topic"] = {"loss": round(topic.loss, 5), "accuracy": round(topic.accuracy, 5)}
+    return AnswerTypes(types, classes, head.weight, head.bias, encoder or str(embedder.name), str(embedder.name),
+                       {"training": trained}, topic_classes if topic else None, topic.weight if topic else None,
+                       topic.bias if topic else None, junctions)
+
+
+@dataclass(frozen=True)
+class _Head:
+    weight: np.ndarray
+    bias: np.ndarray
+    loss: float
+    accuracy: float
+
+
+def _fit_linear(vectors: np.ndarray, labels: Sequence[int], n_classes: int, *, seed: int, epochs: int, lr: float
+                ) -> _Head:
+    """One linear layer under softmax cross-entropy, full-batch Adam from a seeded start."""
+    from kgqa.steps.foresight.scorer import _torch
+
+    torch = _torch()
     torch.manual_seed(seed)
-    layer = torch.nn.Linear(vectors.shape[1], len(classes))
+    layer = torch.nn.Linear(vectors.shape[1], n_classes)
     optimiser = torch.optim.Adam(layer.parameters(), lr=lr)
-    x, y = torch.tensor(vectors), torch.tensor(labels)
+    x, y = torch.tensor(vectors), torch.tensor(list(labels))
     loss = None
     for _ in range(epochs):
         optimiser.zero_grad()
@@ -251,10 +391,5 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
         optimiser.step()
     with torch.no_grad():
         accuracy = float((layer(x).argmax(1) == y).float().mean())
-    final = float(loss.detach()) if loss is not None else float("nan")
-    say(f"classifier: training loss {final:.4f}, training accuracy {100 * accuracy:.1f}")
-    trained = {"questions": len(questions), "copies": len(copies), "loss": round(final, 5),
-               "accuracy": round(accuracy, 5), "epochs": epochs, "lr": lr, "seed": seed, "containment": containment,
-               "samples_per_end": samples_per_end}
-    return AnswerTypes(types, classes, layer.weight.detach().numpy().copy(), layer.bias.detach().numpy().copy(),
-                       encoder or str(embedder.name), str(embedder.name), {"training": trained})
+    return _Head(layer.weight.detach().numpy().copy(), layer.bias.detach().numpy().copy(),
+                 float(loss.detach()) if loss is not None else float("nan"), accuracy)
