@@ -84,6 +84,7 @@ def test_asking_through_the_form_shows_the_answer_and_draws_the_graph(browser: A
 
 def test_a_runs_question_page_shows_verdicts_and_the_evidence_graph(browser: Any, server: Any, token: str,
                                                                    tmp_path: Path) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -97,8 +98,12 @@ def test_a_runs_question_page_shows_verdicts_and_the_evidence_graph(browser: Any
     wait_for(browser, "#questions-table tbody tr", 12)
     browser.find_element(By.CSS_SELECTOR, ".tabs a[href$='filter=failed']").click()
     # the unfiltered table already holds the failed row: wait for the filtered table, where every row is a failure
-    WebDriverWait(browser, WAIT_S).until(lambda d: (rows := d.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr"))
-                                         and all("v-failed" in r.get_attribute("class").split() for r in rows))
+    # (a row found while the table re-renders goes stale before its class is read: look again)
+    def only_failures(d: Any) -> bool:
+        rows = d.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr")
+        return bool(rows) and all("v-failed" in r.get_attribute("class").split() for r in rows)
+
+    WebDriverWait(browser, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(only_failures)
     rows = browser.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr.v-failed")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#questions-table tbody tr")) == len(rows) == 1
     shoot(browser, tmp_path / "run.png")
