@@ -64,7 +64,11 @@ Where kgqa differs from the paper, and why:
   question (topic masked) predicts which type the question asks for; graph reading multiplies each answer pattern
   by P(type of its end) ** ``answer_type_weight`` (1, chosen on unseen MetaQA dev). Most misses without it stop a hop
   early (the films of "who directed the films X starred in"), which the triple scorer cannot see
-  (:mod:`kgqa.steps.foresight.answer_types`, docs/fog.md).
+  (:mod:`kgqa.steps.foresight.answer_types`, docs/fog.md). Models trained since the eleventh session also weigh a
+  pattern by P(the type it starts from | question) (``answer_type_topic``: "the movie John Carter", not the director
+  of that name) and, at each junction where one hop's end type differs from the type the next hop starts from, by
+  the share of that type's entities that go on by the next hop (``answer_type_junctions``: an actor named "Lucy" is
+  not the film "Lucy"); both chosen on unseen MetaQA dev and the reworded dev split.
 * The typed retry (ours, ``typed_retry``, on when ``answer_types`` is given; graph mode): when the answer pattern
   ends on a type the question almost surely does not ask for (P < ``typed_retry_below``, 0.01), the question is
   expanded once more with the likely types' triples (P >= 0.5) kept below tau_e as last hops, and that graph is read
