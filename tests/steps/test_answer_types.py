@@ -187,6 +187,28 @@ def test_answer_types_train_on_several_blocks_of_copies(kg: EmbeddedKG) -> None:
         train_answer_types(kg, questions, HashingEmbedder(32), copies=once[:-1], epochs=5)
 
 
+def test_a_question_in_its_own_wording_can_weigh_more_than_its_copies(kg: EmbeddedKG) -> None:
+    # every copy says the same thing whatever its chain: alone they would pull every reading to the majority type
+    questions = training_set()
+    copies = ["tell me about X"] * len(questions)
+    embedder = HashingEmbedder(64)
+    even = train_answer_types(kg, questions, embedder, copies=copies, epochs=60, seed=1)
+    heavy = train_answer_types(kg, questions, embedder, copies=copies, epochs=60, seed=1, question_weight=4.0)
+    assert heavy.meta["training"]["question_weight"] == 4.0 and "question_weight" not in even.meta["training"]
+    texts = [q.text for q in questions]
+    mentions = [list(q.mentions) for q in questions]
+    truth = [heavy.classes.index(heavy.types[(q.chain[-1].relation, q.chain[-1].direction.value == "in")])
+             for q in questions]
+
+    def sure(model: AnswerTypes) -> float:  # the mean probability of each question's own type
+        probs = model.probabilities(embedder, texts, mentions)
+        return float(np.mean([probs[i][c] for i, c in enumerate(truth)]))
+
+    assert sure(heavy) > sure(even)
+    with pytest.raises(ConfigError, match="question weight must be positive"):
+        train_answer_types(kg, questions, embedder, copies=copies, question_weight=0.0)
+
+
 def test_unreadable_models_and_another_encoder_are_clear_errors(kg: EmbeddedKG, tmp_path: Path) -> None:
     from kgqa.errors import ConfigError
 
@@ -223,6 +245,10 @@ def test_train_answer_types_and_fog_reading_with_it_on_the_demo_kg(tmp_path: Pat
     assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--containment", "0",
                  "--out", str(tmp_path / "other")]) == 2
     assert "--containment must be in (0, 1], got 0.0" in capsys.readouterr().err and not (tmp_path / "other").exists()
+    assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--question-weight", "-1",
+                 "--out", str(tmp_path / "other")]) == 2
+    assert "--question-weight must be positive, got -1.0" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
     assert main(["train", "answer-types", "--kg", "demo", "--out", str(tmp_path / "other")]) == 2
     assert "give --dataset (one or more) or --like SCORERDIR" in capsys.readouterr().err
     code = main(["ask", "Who directed Inception?", "--method", "fog", "--method-config", "mode=graph",

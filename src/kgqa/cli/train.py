@@ -251,13 +251,15 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--containment", type=float, default=0.7, show_default=True,
               help="Two relation ends are one type when at least this share of the entities sampled at one can be "
                    "reached at the other (either way round).")
+@click.option("--question-weight", type=float, default=1.0, show_default=True,
+              help="How much a question in its own wording weighs in the loss against one composed or template copy.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Model directory to write.")
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
                                kg_spec: str | None, encoder: str | None, composed_wordings: str,
-                               template_wordings: str, containment: float,
+                               template_wordings: str, containment: float, question_weight: float,
                                seed: int, data_dir: str | None, out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
@@ -271,6 +273,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
 
     if not 0 < containment <= 1:
         raise ConfigError(f"--containment must be in (0, 1], got {containment}")
+    if question_weight <= 0:
+        raise ConfigError(f"--question-weight must be positive, got {question_weight}")
     out = _new_out_dir(out_dir)
     wanted: set[str] | None = None
     if like:
@@ -316,7 +320,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     kg = open_kg(spec)
     try:
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
-                                   copies=copies, seed=seed, containment=containment, progress=say)
+                                   copies=copies, seed=seed, containment=containment,
+                                   question_weight=question_weight, progress=say)
     finally:
         kg.close()
     command = _command_line("kgqa train answer-types")

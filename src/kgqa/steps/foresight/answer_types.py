@@ -304,17 +304,20 @@ def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random
 
 def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: Any, *, encoder: str | None = None,
                        copies: Sequence[str] = (), seed: int = 0, epochs: int = 300, lr: float = 0.05,
-                       samples_per_end: int = 200, containment: float = 0.7,
+                       samples_per_end: int = 200, containment: float = 0.7, question_weight: float = 1.0,
                        progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
     same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
     spec, recorded so the model can load it again (default: its name). The topic head learns the type where each
     question's chain starts, from the same vectors; the junctions are measured on the same samples as the types.
-    Seeded; full-batch Adam, cross-entropy."""
+    ``question_weight``: how much a question in its own wording weighs in the loss against one copy. Seeded;
+    full-batch Adam, cross-entropy."""
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
+    if question_weight <= 0:
+        raise ConfigError(f"answer types: the question weight must be positive, got {question_weight}")
     if len(copies) % len(questions):
         raise ConfigError(f"answer types: {len(copies)} copies for {len(questions)} questions (whole blocks wanted)")
     blocks = len(copies) // len(questions)
@@ -346,18 +349,21 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     say(f"embedding {len(texts)} question texts")
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     labels = [classes.index(types[hop_end(q, -1)]) for q in questions] * (blocks + 1)
-    head = _fit_linear(vectors, labels, len(classes), seed=seed, epochs=epochs, lr=lr)
+    weights = np.asarray([question_weight] * len(questions) + [1.0] * len(copies), dtype=np.float32)
+    head = _fit_linear(vectors, labels, len(classes), weights, seed=seed, epochs=epochs, lr=lr)
     say(f"classifier: training loss {head.loss:.4f}, training accuracy {100 * head.accuracy:.1f}")
     topic = None
     if topic_classes:
         rows = [i for i in range(len(texts)) if starts[i % len(questions)] is not None]
         topic = _fit_linear(vectors[rows], [topic_classes.index(str(starts[i % len(questions)])) for i in rows],
-                            len(topic_classes), seed=seed, epochs=epochs, lr=lr)
+                            len(topic_classes), weights[rows], seed=seed, epochs=epochs, lr=lr)
         say(f"topic head ({len(topic_classes)} types): training loss {topic.loss:.4f}, "
             f"training accuracy {100 * topic.accuracy:.1f}")
     trained = {"questions": len(questions), "copies": len(copies), "loss": round(head.loss, 5),
                "accuracy": round(head.accuracy, 5), "epochs": epochs, "lr": lr, "seed": seed, "containment": containment,
                "samples_per_end": samples_per_end}
+    if question_weight != 1.0:
+        trained["question_weight"] = question_weight
     if topic is not None:
         trained["topic"] = {"loss": round(topic.loss, 5), "accuracy": round(topic.accuracy, 5)}
     return AnswerTypes(types, classes, head.weight, head.bias, encoder or str(embedder.name), str(embedder.name),
@@ -373,9 +379,10 @@ class _Head:
     accuracy: float
 
 
-def _fit_linear(vectors: np.ndarray, labels: Sequence[int], n_classes: int, *, seed: int, epochs: int, lr: float
-                ) -> _Head:
-    """One linear layer under softmax cross-entropy, full-batch Adam from a seeded start."""
+def _fit_linear(vectors: np.ndarray, labels: Sequence[int], n_classes: int, weights: np.ndarray, *, seed: int,
+                epochs: int, lr: float) -> _Head:
+    """One linear layer under softmax cross-entropy (each row weighted; the weighted mean), full-batch Adam from a
+    seeded start."""
     from kgqa.steps.foresight.scorer import _torch
 
     torch = _torch()
@@ -383,10 +390,11 @@ def _fit_linear(vectors: np.ndarray, labels: Sequence[int], n_classes: int, *, s
     layer = torch.nn.Linear(vectors.shape[1], n_classes)
     optimiser = torch.optim.Adam(layer.parameters(), lr=lr)
     x, y = torch.tensor(vectors), torch.tensor(list(labels))
+    w = torch.tensor(weights / weights.sum())
     loss = None
     for _ in range(epochs):
         optimiser.zero_grad()
-        loss = torch.nn.functional.cross_entropy(layer(x), y)
+        loss = (torch.nn.functional.cross_entropy(layer(x), y, reduction="none") * w).sum()
         loss.backward()
         optimiser.step()
     with torch.no_grad():
