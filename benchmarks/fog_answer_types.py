@@ -111,6 +111,13 @@ def main() -> None:
         return (bool(names) and names[0] in q.answers, bool(set(names) & q.answers),
                 pattern.replace(" -> ", " ").split() if pattern else None, used)
 
+    def whole(model: Any, rows: tuple[Any, Any], i: int, weight: float, topic: bool = True,
+              junctions: bool = True) -> Any:
+        """The model's prior for question i as FoG reads it (its topic head and junctions when it has them)."""
+        answer_rows, topic_rows = rows
+        return model.prior(answer_rows[i], weight, topic=topic_rows[i] if topic and topic_rows is not None else None,
+                           junctions=junctions)
+
     split = "reworded" if args.reworded else "dev"
     results: list[dict[str, Any]] = []
     for k in hops:
@@ -130,12 +137,6 @@ def main() -> None:
             counts[name] = [0, 0]
             also_rows[name] = other.read(embedder, texts, mentions)
 
-        def whole(model: Any, rows: tuple[Any, Any], i: int, weight: float, topic: bool = True,
-                  junctions: bool = True) -> Any:
-            """The model's prior for question i as FoG reads it (its topic head and junctions when it has them)."""
-            answer_rows, topic_rows = rows
-            return model.prior(answer_rows[i], weight, topic=topic_rows[i] if topic and topic_rows is not None
-                               else None, junctions=junctions)
         retried = []
         changed = []
         for i, (q, row) in enumerate(zip(questions, probabilities, strict=True)):

@@ -439,7 +439,7 @@ class FoG(KGQAMethod):
         probabilities = answer_rows[0]
         topic = topic_rows[0] if topic_rows is not None and cfg.answer_type_topic else None
         extra: dict[str, Any] = {}
-        if topic is not None and types.topic_classes:
+        if topic is not None and types.topic_classes is not None:
             extra["topic"] = types.topic_classes[int(topic.argmax())]
             extra["topic_p"] = {c: round(float(p), 4) for c, p in zip(types.topic_classes, topic, strict=True)}
         ctx.trace.add("fog.answer_types", best=types.classes[int(probabilities.argmax())],

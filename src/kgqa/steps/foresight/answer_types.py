@@ -77,34 +77,6 @@ def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     return out
 
 
-def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, containment: float = 0.7
-                 ) -> dict[End, str]:
-    """Each end -> its type's name (the alphabetically first end of the type, as :func:`end_name` writes it).
-
-    ``samples`` are entities reached at each end (a training question's gold answers are reached at its chain's last
-    hop). End A falls in with end B when at least ``containment`` of A's samples also have B's relation in B's
-    direction (they could be reached at B), or the other way round; types are the connected groups."""
-    ends = sorted(samples)
-    share = _Reach(kg, samples).share
-
-    parent = {end: end for end in ends}
-
-    def root(end: End) -> End:
-        while parent[end] != end:
-            parent[end] = parent[parent[end]]
-            end = parent[end]
-        return end
-
-    for i, a in enumerate(ends):
-        for b in ends[i + 1:]:
-            if root(a) != root(b) and max(share(a, b), share(b, a)) >= containment:
-                parent[root(b)] = root(a)
-    groups: dict[End, list[End]] = {}
-    for end in ends:
-        groups.setdefault(root(end), []).append(end)
-    return {end: end_name(min(members)) for members in groups.values() for end in members}
-
-
 class _Reach:
     """Which of the entities sampled at an end could be reached at another end (one KG call per entity and
     direction, whatever the end)."""
@@ -128,12 +100,42 @@ class _Reach:
         return sum(self.reached_at(e, b) for e in items) / len(items) if items else 0.0
 
 
-def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types: dict[End, str]
-                    ) -> dict[tuple[End, End], float]:
+def induce_types(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], *, containment: float = 0.7,
+                 reach: _Reach | None = None) -> dict[End, str]:
+    """Each end -> its type's name (the alphabetically first end of the type, as :func:`end_name` writes it).
+
+    ``samples`` are entities reached at each end (a training question's gold answers are reached at its chain's last
+    hop). End A falls in with end B when at least ``containment`` of A's samples also have B's relation in B's
+    direction (they could be reached at B), or the other way round; types are the connected groups. ``reach``: the
+    lookups of ``samples`` already made (:func:`junction_shares` reads the same ones)."""
+    ends = sorted(samples)
+    share = (reach or _Reach(kg, samples)).share
+
+    parent = {end: end for end in ends}
+
+    def root(end: End) -> End:
+        while parent[end] != end:
+            parent[end] = parent[parent[end]]
+            end = parent[end]
+        return end
+
+    for i, a in enumerate(ends):
+        for b in ends[i + 1:]:
+            if root(a) != root(b) and max(share(a, b), share(b, a)) >= containment:
+                parent[root(b)] = root(a)
+    groups: dict[End, list[End]] = {}
+    for end in ends:
+        groups.setdefault(root(end), []).append(end)
+    return {end: end_name(min(members)) for members in groups.values() for end in members}
+
+
+def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types: dict[End, str], *,
+                    reach: _Reach | None = None) -> dict[tuple[End, End], float]:
     """For every pair of typed ends (a, b) where a hop ending at a and a hop by b starting there would join two
     types: the share of the entities sampled at a that can leave by b (that could be reached at b's reverse). Pairs
-    whose types agree are left out (a junction within one type costs nothing)."""
-    reach = _Reach(kg, samples)
+    whose types agree are left out (a junction within one type costs nothing). ``reach``: as in
+    :func:`induce_types`."""
+    reach = reach or _Reach(kg, samples)
     shares = {}
     for a in sorted(samples):
         for b in sorted(types):
@@ -334,11 +336,12 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     for end, found in _ends_around(kg, sorted({e for items in samples.values() for e in items}), rng,
                                    samples_per_end).items():
         samples.setdefault(end, found)  # ends no training question ends on, one hop from the answers
-    types = induce_types(kg, samples, containment=containment)
+    reach = _Reach(kg, samples)  # the types and the junctions read the same samples' relations: look them up once
+    types = induce_types(kg, samples, containment=containment, reach=reach)
     classes = sorted({types[hop_end(q, -1)] for q in questions})
     say(f"{len(types)} answer ends in {len(classes)} types: " + "; ".join(
         f"{kind} = {', '.join(end_name(e) for e in sorted(types) if types[e] == kind)}" for kind in classes))
-    junctions = junction_shares(kg, samples, types)
+    junctions = junction_shares(kg, samples, types, reach=reach)
     crossing = sorted(junctions.items(), key=lambda item: item[1])
     say(f"{len(junctions)} junctions between two types; least crossed: " + ", ".join(
         f"{end_name(a)} then {end_name(b)} {share:.3f}" for (a, b), share in crossing[:4]))
