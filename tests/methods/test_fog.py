@@ -249,6 +249,35 @@ def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expe
     assert typed.explain(off).fields["answer_type"] is None
 
 
+def test_an_answer_type_model_reading_the_focus_phrase_reads_it_beside_the_question(kg: EmbeddedKG, scorer_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    import numpy as np
+
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+
+    # only the focus half of the weights is set: "country" when the focus phrase is this question's, "film" otherwise
+    embedder = offline_embedder(64)
+    focus = embedder.embed(["Which films did X"])[0]
+    weight = np.zeros((2, 2 * embedder.dim), dtype=np.float32)
+    weight[0, embedder.dim:] = 100 * focus  # the two phrases' hashed vectors are 0.74 alike: 100 against 74
+    types = {("people.person.nationality", False): "country", ("film.director.film", False): "film",
+             ("film.film.directed_by", True): "film"}
+    AnswerTypes(types, ["country", "film"], weight, np.array([0.0, 87.0], dtype=np.float32), "hash:64",
+                embedder.name, features=("sentence", "focus")).save(tmp_path / "types")
+    method = FoG(mode="graph", scorer=str(scorer_dir), tau_e=0.0, answer_types=str(tmp_path / "types"))
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
+    (odds,) = events(pred, "fog.answer_types")
+    assert odds["focus"] == "Which films did X" and odds["best"] == "country"
+    assert pred.names == ["United Kingdom"]
+    assert any(line == 'focus phrase: "Which films did X" (read beside the whole question)'
+               for line in method.explain(pred).lines)
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    other = solve(method, question("Christopher Nolan directed which films?", NOLAN), ctx)
+    (odds,) = events(other, "fog.answer_types")
+    assert odds["focus"] == "which films" and odds["best"] == "film" and "United Kingdom" not in other.names
+
+
 def test_junctions_and_the_topic_head_of_an_answer_type_model_weigh_patterns_and_can_be_switched_off(
         kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
     import numpy as np

@@ -17,6 +17,7 @@ from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
 from kgqa.steps.foresight.answer_types import (
     FILE,
     AnswerTypes,
+    focus_phrase,
     induce_types,
     junction_shares,
     mask_mentions,
@@ -61,6 +62,55 @@ def test_mentions_are_masked_case_insensitively_longest_first() -> None:
         "who directed X"
     assert mask_mentions("what did [Nolan] direct", []) == "what did Nolan direct"
     assert mask_mentions("films of a.b", ["a.b"]) == "films of X"  # a mention is text, not a pattern
+
+
+def test_the_focus_phrase_is_the_wh_word_and_its_words_or_an_imperative_opening() -> None:
+    assert focus_phrase("Which writers penned movies featuring X?") == "Which writers penned movies"
+    assert focus_phrase("X's cast also appeared in films directed by whom?") == "films directed by whom"
+    assert focus_phrase("X has directed movies together with which other filmmakers?") == "which other filmmakers"
+    assert focus_phrase("Name the writers of pictures helmed by whoever directed X.") == "Name the writers of pictures"
+    assert focus_phrase("who") == "who" and focus_phrase("") == ""
+
+
+def test_a_model_reading_the_focus_phrase_reads_it_after_a_save_and_older_models_do_not(kg: EmbeddedKG,
+                                                                                        tmp_path: Path) -> None:
+    embedder = HashingEmbedder(64)
+    # the same words for two types; where the wh-word stands says which
+    questions = []
+    for i, film in enumerate(FILMS):
+        questions.append(question(f"which person directed films like [{film}]", film, "directed_by", {PEOPLE[i]}))
+        questions.append(question(f"person directed which films like [{film}]", film,
+                                  "directed_by,^directed_by", {FILMS[i]}))
+    plain = train_answer_types(kg, questions, embedder, seed=2, epochs=200)
+    focused = train_answer_types(kg, questions, embedder, seed=2, epochs=200, focus=True)
+    assert plain.features == ("sentence",) and focused.features == ("sentence", "focus")
+    assert focused.weight.shape[1] == 2 * plain.weight.shape[1]
+    new = ["which person directed films like [Heat]", "person directed which films like [Heat]"]
+    mentions = [["Heat"], ["Heat"]]
+    plain_read = plain.probabilities(embedder, new, mentions)
+    focused_read = focused.probabilities(embedder, new, mentions)
+    assert not np.allclose(plain_read, focused_read)  # the focus phrase is read: the odds differ
+    assert [focused.classes[i] for i in focused_read.argmax(axis=1)] == ["directed_by", "^directed_by"]
+
+    focused.save(tmp_path / "focused")
+    plain.save(tmp_path / "plain")
+    assert json.loads((tmp_path / "focused" / FILE).read_text(encoding="utf-8"))["features"] == ["sentence", "focus"]
+    assert "features" not in json.loads((tmp_path / "plain" / FILE).read_text(encoding="utf-8"))
+    again = AnswerTypes.load(tmp_path / "focused")
+    assert again.features == ("sentence", "focus")
+    assert np.allclose(again.probabilities(embedder, new, mentions), focused_read, atol=1e-6)
+    assert AnswerTypes.load(tmp_path / "plain").features == ("sentence",)
+
+    data = json.loads((tmp_path / "focused" / FILE).read_text(encoding="utf-8"))
+    data["features"] = ["sentence", "mood"]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown features \['mood'\]"):
+        AnswerTypes.load(tmp_path / "bad")
+    data["features"] = ["sentence"]  # weights for two vectors, one read
+    (tmp_path / "bad" / FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="reads 128 dimensions, its features \\(sentence\\) give 64"):
+        AnswerTypes.load(tmp_path / "bad").probabilities(embedder, new, mentions)
 
 
 def test_types_join_ends_whose_entities_can_be_reached_at_the_other(kg: EmbeddedKG) -> None:
@@ -239,6 +289,12 @@ def test_train_answer_types_and_fog_reading_with_it_on_the_demo_kg(tmp_path: Pat
     model = AnswerTypes.load(out)
     assert (model.encoder, model.embedder_name) == ("hash", "hash256") and model.meta["trained_on"]["datasets"] == ["demo"]
     assert "use it with --method fog --method-config answer_types=" in capsys.readouterr().out
+    assert model.features == ("sentence",)
+    code = main(["train", "answer-types", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder",
+                 "hash", "--focus-phrase", "--out", str(tmp_path / "focused")])
+    assert code == 0, capsys.readouterr().err
+    assert AnswerTypes.load(tmp_path / "focused").features == ("sentence", "focus")
+    capsys.readouterr()
     # an existing --out and a wrong directory are one-line errors
     assert main(["train", "answer-types", "--dataset", "demo", "--kg", "demo", "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err

@@ -253,6 +253,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                    "reached at the other (either way round).")
 @click.option("--question-weight", type=float, default=1.0, show_default=True,
               help="How much a question in its own wording weighs in the loss against one composed or template copy.")
+@click.option("--focus-phrase/--no-focus-phrase", "focus", default=False, show_default=True,
+              help="Also read each question's focus phrase (its wh-word and the words around it) beside the whole "
+                   "sentence.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
@@ -260,7 +263,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
                                kg_spec: str | None, encoder: str | None, composed_wordings: str,
                                template_wordings: str, containment: float, question_weight: float,
-                               seed: int, data_dir: str | None, out_dir: str) -> None:
+                               focus: bool, seed: int, data_dir: str | None, out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
     import random
@@ -321,7 +324,7 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     try:
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
                                    copies=copies, seed=seed, containment=containment,
-                                   question_weight=question_weight, progress=say)
+                                   question_weight=question_weight, focus=focus, progress=say)
     finally:
         kg.close()
     command = _command_line("kgqa train answer-types")

@@ -113,7 +113,7 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
-from kgqa.steps.foresight.answer_types import AnswerTypes, model_file
+from kgqa.steps.foresight.answer_types import AnswerTypes, focus_phrase, mask_mentions, model_file
 from kgqa.steps.foresight.graph import (
     READING,
     Caps,
@@ -327,6 +327,8 @@ class FoG(KGQAMethod):
             odds = typed.get("p") or {}
             lines.append(f"answer type: {typed.get('best')} (p {odds.get(typed.get('best'), float('nan')):.2f}; "
                          "weighs each answer pattern by its end's type)")
+            if typed.get("focus"):
+                lines.append(f"focus phrase: \"{typed['focus']}\" (read beside the whole question)")
             if typed.get("topic"):
                 topic_odds = typed.get("topic_p") or {}
                 lines.append(f"topic type: {typed['topic']} (p {topic_odds.get(typed['topic'], float('nan')):.2f}; "
@@ -439,6 +441,8 @@ class FoG(KGQAMethod):
         probabilities = answer_rows[0]
         topic = topic_rows[0] if topic_rows is not None and cfg.answer_type_topic else None
         extra: dict[str, Any] = {}
+        if "focus" in types.features:
+            extra["focus"] = focus_phrase(mask_mentions(question.text, mentions))
         if topic is not None and types.topic_classes is not None:
             extra["topic"] = types.topic_classes[int(topic.argmax())]
             extra["topic_p"] = {c: round(float(p), 4) for c, p in zip(types.topic_classes, topic, strict=True)}

@@ -51,6 +51,10 @@ from kgqa.kg.base import Direction, KnowledgeGraph
 
 FILE = "answer_types.json"
 MASK = "X"
+#: what a classifier reads of a question: its whole sentence, and optionally its focus phrase (:func:`focus_phrase`)
+FEATURES = ("sentence", "focus")
+_WH_WORDS = frozenset({"who", "whom", "whose", "what", "which", "when", "where", "how"})
+_FOCUS_WORDS = 4
 #: (relation, backward): how a walk reaches an entity, as FoG's patterns write a hop
 End = tuple[str, bool]
 
@@ -75,6 +79,29 @@ def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     for mention in sorted({m for m in mentions if m and m.strip()}, key=len, reverse=True):
         out = re.sub(re.escape(mention), MASK, out, flags=re.IGNORECASE)
     return out
+
+
+def focus_phrase(text: str) -> str:
+    """The words of a question that say what it asks for: its first wh-word and the three words after it ("which
+    writers penned movies"), or the three words before it when it ends the question ("films directed by whom");
+    without a wh-word (an imperative, "Name the writers of ...") its first five words. Read beside the sentence
+    because a sentence vector of "which writers penned movies featuring X" leans to the films it mentions most."""
+    words = re.findall(r"[A-Za-z0-9']+", text)
+    for i, word in enumerate(words):
+        if word.lower() in _WH_WORDS:
+            if i == len(words) - 1:
+                return " ".join(words[max(0, i - _FOCUS_WORDS + 1):])
+            return " ".join(words[i:i + _FOCUS_WORDS])
+    return " ".join(words[:_FOCUS_WORDS + 1])
+
+
+def question_vectors(embedder: Any, masked: Sequence[str], features: Sequence[str]) -> np.ndarray:
+    """One row per (already masked) question: the embeddings of ``features`` side by side."""
+    parts = []
+    for feature in features:
+        texts = list(masked) if feature == "sentence" else [focus_phrase(t) for t in masked]
+        parts.append(np.asarray(embedder.embed(texts), dtype=np.float32))
+    return np.concatenate(parts, axis=1)
 
 
 class _Reach:
@@ -172,12 +199,18 @@ class AnswerTypes:
     topic_bias: np.ndarray | None = None
     #: (end a, end b) -> share of a's entities that can leave by b, for pairs of two types (empty: none stored)
     junctions: dict[tuple[End, End], float] = field(default_factory=dict)
+    #: what the heads read of a question (:data:`FEATURES`); models trained before the focus phrase read the sentence
+    features: tuple[str, ...] = ("sentence",)
 
     def _vectors(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         if getattr(embedder, "name", self.embedder_name) != self.embedder_name:
             raise ConfigError(f"answer-type model made with encoder {self.embedder_name!r}, not {embedder.name!r}")
-        return np.asarray(embedder.embed([mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]),
-                          dtype=np.float32)
+        masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
+        vectors = question_vectors(embedder, masked, self.features)
+        if vectors.shape[1] != self.weight.shape[1]:
+            raise ConfigError(f"answer-type model reads {self.weight.shape[1]} dimensions, its features "
+                              f"({', '.join(self.features)}) give {vectors.shape[1]}")
+        return vectors
 
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text."""
@@ -240,6 +273,8 @@ class AnswerTypes:
         data = {"encoder": self.encoder, "embedder_name": self.embedder_name, "classes": self.classes,
                 "types": {end_name(end): kind for end, kind in sorted(self.types.items())},
                 "weight": self.weight.tolist(), "bias": self.bias.tolist(), **self.meta}
+        if self.features != ("sentence",):
+            data["features"] = list(self.features)
         if self.topic_classes is not None and self.topic_weight is not None and self.topic_bias is not None:
             data["topic"] = {"classes": self.topic_classes, "weight": self.topic_weight.tolist(),
                              "bias": self.topic_bias.tolist()}
@@ -263,20 +298,25 @@ class AnswerTypes:
             topic_classes = [str(c) for c in topic["classes"]] if topic else None
             topic_weight = np.asarray(topic["weight"], dtype=np.float32) if topic else None
             topic_bias = np.asarray(topic["bias"], dtype=np.float32) if topic else None
+            features = tuple(str(f) for f in data.get("features") or ("sentence",))
             junctions = {}
             for key, share in (data.get("junctions") or {}).items():
                 a, b = str(key).split()
                 junctions[(parse_end(a), parse_end(b))] = float(share)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"answer types {file} cannot be read: {exc}") from None
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown or not features:
+            raise ConfigError(f"answer types {file}: unknown features {unknown or '(none)'}; known: {', '.join(FEATURES)}")
         if not _agrees(weight, bias, classes, types) or (
                 topic_classes is not None and not _agrees(topic_weight, topic_bias, topic_classes, types)) or (
                 topic_weight is not None and topic_weight.shape[1:] != weight.shape[1:]):
             raise ConfigError(f"answer types {file}: weights, classes and types do not agree")
         meta = {k: v for k, v in data.items()
-                if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias", "topic", "junctions"}}
+                if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias", "topic", "junctions",
+                             "features"}}
         return cls(types, classes, weight, bias, encoder, embedder_name, meta, topic_classes, topic_weight, topic_bias,
-                   junctions)
+                   junctions, features)
 
 
 def _agrees(weight: np.ndarray | None, bias: np.ndarray | None, classes: list[str], types: dict[End, str]) -> bool:
@@ -307,14 +347,14 @@ def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random
 def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: Any, *, encoder: str | None = None,
                        copies: Sequence[str] = (), seed: int = 0, epochs: int = 300, lr: float = 0.05,
                        samples_per_end: int = 200, containment: float = 0.7, question_weight: float = 1.0,
-                       progress: Callable[[str], None] | None = None) -> AnswerTypes:
+                       focus: bool = False, progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
     same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
     spec, recorded so the model can load it again (default: its name). The topic head learns the type where each
     question's chain starts, from the same vectors; the junctions are measured on the same samples as the types.
-    ``question_weight``: how much a question in its own wording weighs in the loss against one copy. Seeded;
-    full-batch Adam, cross-entropy."""
+    ``question_weight``: how much a question in its own wording weighs in the loss against one copy. With ``focus``
+    both heads read the question's :func:`focus_phrase` beside its sentence. Seeded; full-batch Adam, cross-entropy."""
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
@@ -349,8 +389,9 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     topic_classes = sorted({kind for kind in starts if kind is not None})
     texts = [mask_mentions(q.text, q.mentions) for q in questions]
     texts += [mask_mentions(c, questions[i % len(questions)].mentions) for i, c in enumerate(copies)]
-    say(f"embedding {len(texts)} question texts")
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    features = FEATURES if focus else ("sentence",)
+    say(f"embedding {len(texts)} question texts ({', '.join(features)})")
+    vectors = question_vectors(embedder, texts, features)
     labels = [classes.index(types[hop_end(q, -1)]) for q in questions] * (blocks + 1)
     weights = np.asarray([question_weight] * len(questions) + [1.0] * len(copies), dtype=np.float32)
     head = _fit_linear(vectors, labels, len(classes), weights, seed=seed, epochs=epochs, lr=lr)
@@ -371,7 +412,7 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
         trained["topic"] = {"loss": round(topic.loss, 5), "accuracy": round(topic.accuracy, 5)}
     return AnswerTypes(types, classes, head.weight, head.bias, encoder or str(embedder.name), str(embedder.name),
                        {"training": trained}, topic_classes if topic else None, topic.weight if topic else None,
-                       topic.bias if topic else None, junctions)
+                       topic.bias if topic else None, junctions, features)
 
 
 @dataclass(frozen=True)
