@@ -51,6 +51,8 @@ def main() -> None:
     parser.add_argument("--reworded", action="store_true", help="the reworded test sets instead of unseen dev")
     parser.add_argument("--typed-retry", action="store_true",
                         help="also run FoG itself at the --compare weight with its typed retry (a column 'retry')")
+    parser.add_argument("--typed-retry-tau-e", type=float, default=None,
+                        help="with --typed-retry: FoG's typed_retry_tau_e (the retry's second expansion; default none)")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--name", default="fog_answer_types")
     args = parser.parse_args()
@@ -93,7 +95,7 @@ def main() -> None:
         return set(presentable(kg, ids))
 
     fog = FoG(scorer=args.scorer, mode="graph", answer_types=args.answer_types, answer_type_weight=args.compare,
-              typed_retry=True) if args.typed_retry else None
+              typed_retry=True, typed_retry_tau_e=args.typed_retry_tau_e) if args.typed_retry else None
     fog_ctx = MethodContext(kg=kg, llm=None, artifacts=ArtifactStore()) if fog else None  # type: ignore[arg-type]
 
     def fog_reading(q: Any) -> tuple[bool, bool, list[str] | None, bool]:

@@ -366,6 +366,18 @@ def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_as
     assert retry["used"] is False and retry["before"] in {"^film.director.film", "film.film.directed_by"}
     assert events(kept, "fog.expand")[1]["cut"]["typed_floor"] >= 1  # the nationality was there to walk to
     assert kept.names == ["Christopher Nolan"]
+    # unless the retry may expand a second time below tau_e: then any pattern ending on a country is read
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    deep = solve(FoG(**settings, typed_retry_tau_e=0.0), inception, ctx)
+    (retry,) = events(deep, "fog.typed_retry")
+    assert retry["used"] is True and retry["deep_tau_e"] == 0.0
+    assert retry["after"].endswith("people.person.nationality") and retry["p_after"] > 0.99
+    assert [e.get("tau_e") for e in events(deep, "fog.expand")] == [None, None, 0.0]
+    assert deep.names and set(deep.names) <= {"United Kingdom", "United States"}
+    assert all(kg.neighbors(h, r) and t in kg.neighbors(h, r) for h, r, t in deep.evidence)
+    ctx, _, _ = context(kg, None, embedder=embedder)
+    level = solve(FoG(**settings, typed_retry_tau_e=1.0), inception, ctx)  # not below tau_e: no second expansion
+    assert level.names == ["Christopher Nolan"] and len(events(level, "fog.expand")) == 2
     # a reading that already ends on the expected type is left alone: no second expansion
     ctx, _, _ = context(kg, None, embedder=embedder)
     settled = solve(FoG(**{**settings, "tau_e": 0.0}), question(FILMS_OF_NOLAN, NOLAN), ctx)

@@ -220,6 +220,10 @@ class FoGConfig(MethodConfig):
         "almost surely does not ask for (P < typed_retry_below), expand again keeping the triples of the likely types "
         f"(P >= {TYPED_RETRY_P}) below tau_e as last hops, and read that graph if a pattern with the same hops but the "
         "last ends on one (ours)")
+    typed_retry_tau_e: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="with typed_retry: when the retry finds no pattern ending on a likely "
+        "type either, expand once more with tau_e this low and read any pattern that ends on a likely type (the scorer "
+        "cut an inner hop; ours; None: no second expansion)")
     typed_retry_below: float = Field(
         default=0.01, ge=0.0, le=TYPED_RETRY_P, description="the typed retry's trigger: P(type of the answer pattern's "
         "end) below this (0.01, set on unseen MetaQA dev: at 0.5 the classifier's confident mistakes, P 0.07, "
@@ -400,22 +404,34 @@ class FoG(KGQAMethod):
         retried = self._rank(retry, ctx, retry_prior)
         after = typing.end_p(retried)
         used = bool(retried) and retry_prior(retried[0].pattern) > 0  # else every pattern there was ruled out
+        deep: dict[str, Any] = {}
+        tau_e = self.config.typed_retry_tau_e
+        if not used and tau_e is not None and tau_e < self.reading.tau_e:
+            # the scorer may have cut an inner hop, not the last: read the whole graph below tau_e, any pattern
+            # ending on a likely type
+            deep_prior = typing.retry_prior(None)
+            retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
+                                 typed_ends=likely, tau_e=tau_e)
+            retried = self._rank(retry, ctx, deep_prior)
+            after = typing.end_p(retried)
+            used = bool(retried) and deep_prior(retried[0].pattern) > 0
+            deep = {"deep_tau_e": tau_e}
         ctx.trace.add("fog.typed_retry", used=used,
                       before=pattern_name(ranked[0].pattern) if ranked else None,
                       p_before=None if before is None else round(before, 4),
                       after=pattern_name(retried[0].pattern) if retried else None,
-                      p_after=None if after is None else round(after, 4))
+                      p_after=None if after is None else round(after, 4), **deep)
         return (retry, retried) if used else (graph, ranked)
 
     def _expand(self, question: str, sub_questions: list[str], seeds: list[str], scorer: Any, labels: Any,
                 ctx: MethodContext, *, round_: int, skip: set[Triple],
-                typed_ends: Collection[tuple[str, bool]] = ()) -> ExpandedGraph:
+                typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None) -> ExpandedGraph:
         cfg = self.config
         started = time.perf_counter()
         texts = list(dict.fromkeys([question, *sub_questions]))
         vectors = scorer.questions(labels, texts)
         graph = self.reading.expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), skip=skip,
-                                    filter_scores=cfg.foresight_expansion, typed_ends=typed_ends)
+                                    filter_scores=cfg.foresight_expansion, typed_ends=typed_ends, tau_e=tau_e)
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")
@@ -423,7 +439,7 @@ class FoG(KGQAMethod):
         ctx.trace.add("fog.expand", round=round_, typed=bool(typed_ends), sub_questions=texts, scored=graph.scored,
                       kept=len(graph), nodes=len(graph.node_entity), layers=max(graph.layers, default=0), cut=dict(graph.cut),
                       potential=potential, propagation=cfg.propagation, expand_s=round(expanded, 4),
-                      total_s=round(time.perf_counter() - started, 4))
+                      total_s=round(time.perf_counter() - started, 4), **({} if tau_e is None else {"tau_e": tau_e}))
         return graph
 
     def _answer_prior(self, question: Question, labels: Any, ctx: MethodContext) -> PatternPrior | None:

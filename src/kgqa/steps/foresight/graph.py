@@ -417,9 +417,11 @@ class GraphReading:
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True,
-               typed_ends: Collection[tuple[str, bool]] = ()) -> ExpandedGraph:
-        """:func:`expand` with this reading's hop budget, tau_e, orientation, caps and seed floor."""
-        return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e, orientation=self.orientation,
+               typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None) -> ExpandedGraph:
+        """:func:`expand` with this reading's hop budget, tau_e (unless ``tau_e`` is given), orientation, caps and
+        seed floor."""
+        return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e if tau_e is None else tau_e,
+                      orientation=self.orientation,
                       caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor,
                       typed_ends=typed_ends)
 
