@@ -366,7 +366,7 @@ def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_as
     assert retry["used"] is False and retry["before"] in {"^film.director.film", "film.film.directed_by"}
     assert events(kept, "fog.expand")[1]["cut"]["typed_floor"] >= 1  # the nationality was there to walk to
     assert kept.names == ["Christopher Nolan"]
-    # unless the retry may expand a second time below tau_e: then any pattern ending on a country is read
+    # unless the retry may expand a second time (typed_retry_tau_e): then any pattern ending on a country is read
     ctx, _, _ = context(kg, None, embedder=embedder)
     deep = solve(FoG(**settings, typed_retry_tau_e=0.0), inception, ctx)
     (retry,) = events(deep, "fog.typed_retry")
@@ -375,9 +375,12 @@ def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_as
     assert [e.get("tau_e") for e in events(deep, "fog.expand")] == [None, None, 0.0]
     assert deep.names and set(deep.names) <= {"United Kingdom", "United States"}
     assert all(kg.neighbors(h, r) and t in kg.neighbors(h, r) for h, r, t in deep.evidence)
+    # at tau_e itself (1: every triple cut) the second expansion keeps the best group at each layer that kept nothing
     ctx, _, _ = context(kg, None, embedder=embedder)
-    level = solve(FoG(**settings, typed_retry_tau_e=1.0), inception, ctx)  # not below tau_e: no second expansion
-    assert level.names == ["Christopher Nolan"] and len(events(level, "fog.expand")) == 2
+    floored = solve(FoG(**settings, typed_retry_tau_e=1.0), inception, ctx)
+    third = events(floored, "fog.expand")[2]
+    assert third["tau_e"] == 1.0 and third["cut"]["seed_floor"] >= 1 and third["cut"]["layer_floor"] >= 1
+    assert floored.names == ["United Kingdom"] and events(floored, "fog.typed_retry")[0]["used"] is True
     # a reading that already ends on the expected type is left alone: no second expansion
     ctx, _, _ = context(kg, None, embedder=embedder)
     settled = solve(FoG(**{**settings, "tau_e": 0.0}), question(FILMS_OF_NOLAN, NOLAN), ctx)

@@ -207,6 +207,12 @@ def test_seed_floor_keeps_the_best_relation_at_the_seeds_only_when_nothing_passe
     # a seed layer that keeps something is left alone
     kept = expand(cycle_kg, ["s"], by_relation({**low, "p": 0.3}), hops=1, tau_e=0.02, seed_floor=True)
     assert "seed_floor" not in kept.cut and {t[1] for t in kept.triples} == {"p"}
+    # with a floor at every layer, a layer that keeps nothing keeps its best group too
+    everywhere = expand(cycle_kg, ["s"], by_relation({**low, "q": 0.015}), hops=2, tau_e=0.02, seed_floor=True,
+                        floor_every_layer=True)
+    second = [t for t, layer in zip(everywhere.triples, everywhere.edge_layer, strict=True) if layer == 2]
+    assert {t[1] for t in second} == {"q"} and everywhere.cut["layer_floor"] == len(second) >= 1
+    assert "layer_floor" not in floored.cut
 
 
 def test_typed_ends_keep_their_cut_triples_as_last_hops_that_are_not_expanded(hub_kg: EmbeddedKG) -> None:

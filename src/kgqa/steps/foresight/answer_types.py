@@ -15,7 +15,8 @@ questions:
   ending where nothing was typed a neutral prior of 1.
 * a **classifier** (one linear layer, softmax) over the frozen encoder's sentence vector of the question with its topic
   mentions masked ("who directed the films X starred in"), trained on the training questions (and the composed
-  wordings of their chains when a phrase table is given) to predict the type of the gold chain's last hop.
+  wordings of their chains when a phrase table is given) to predict the type of the gold chain's last hop; trained
+  with ``focus`` it reads the question's :func:`focus_phrase` ("which writers penned movies") beside the sentence.
 
 * a second linear head on the same vector, predicting the type of the question's **topic** (the start of the gold
   chain's first hop): "the movie X" is a film, "films X directed" asks from a person.

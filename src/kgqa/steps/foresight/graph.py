@@ -103,7 +103,7 @@ class ExpandedGraph:
 def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *, hops: int = 3, tau_e: float = 0.1,
            orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
            filter_scores: bool = True, seed_floor: bool = False, typed_ends: Collection[tuple[str, bool]] = (),
-           typed_limit: int = 2000) -> ExpandedGraph:
+           typed_limit: int = 2000, floor_every_layer: bool = False) -> ExpandedGraph:
     """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
     (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (absorbed into memory
     or rejected by the memory manager) are never expanded.
@@ -111,7 +111,8 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     ``seed_floor``: when no triple at the seeds passes tau_e, the best-scored (relation, direction) group there is kept
     anyway (``cut["seed_floor"]`` counts its triples). The answer is reachable from a topic, so an empty first layer is
     always a wrong reading; it happens when a question is worded unlike any the scorer was trained on, and the layers
-    beyond are then scored as usual.
+    beyond are then scored as usual. ``floor_every_layer``: the same at every layer whose frontier keeps nothing
+    (``cut["layer_floor"]``), for a second reading when the first found nothing of the type asked for.
 
     ``typed_ends`` ((relation, backward) groups whose end has the type the question asks for): at every layer their
     triples below tau_e are kept too, at most ``typed_limit`` per layer (the best-scored; ``cut["typed_limit"]``
@@ -146,12 +147,12 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
         scores, payload = score_batch(triples, layers, backward)
         graph.scored += len(candidates)
         keep = np.flatnonzero(scores > tau_e) if filter_scores else np.arange(len(candidates))
-        if depth == 1 and seed_floor and len(keep) == 0:
+        if len(keep) == 0 and ((depth == 1 and seed_floor) or floor_every_layer):
             best = int(np.argmax(scores))
             group = (triples[best][1], bool(backward[best]))
             keep = np.asarray([row for row in range(len(candidates))
                                if (triples[row][1], bool(backward[row])) == group], dtype=np.int64)
-            graph.count("seed_floor", len(keep))
+            graph.count("seed_floor" if depth == 1 else "layer_floor", len(keep))
         terminal = _typed_floor(triples, backward, scores, keep, typed, typed_limit, graph) if typed else set()
         if terminal:
             keep = np.sort(np.concatenate([keep, np.fromiter(terminal, dtype=np.int64, count=len(terminal))]))
@@ -417,13 +418,14 @@ class GraphReading:
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True,
-               typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None) -> ExpandedGraph:
+               typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None,
+               floor_every_layer: bool = False) -> ExpandedGraph:
         """:func:`expand` with this reading's hop budget, tau_e (unless ``tau_e`` is given), orientation, caps and
         seed floor."""
         return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e if tau_e is None else tau_e,
                       orientation=self.orientation,
                       caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor,
-                      typed_ends=typed_ends)
+                      typed_ends=typed_ends, floor_every_layer=floor_every_layer)
 
     def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
              pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
