@@ -92,6 +92,20 @@ def test_train_fog_with_template_wordings_records_the_file(tmp_path: Path,
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["settings"]["template_wordings"] == str(templates)
     assert f"Template wordings: {templates}" in (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert config["settings"]["question_weight"] == 1.0
+    # the question as written can weigh more than each copy: recorded, and a non-positive weight is refused first
+    weighted = tmp_path / "weighted"
+    code = main([
+        "train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--encoder", "hash", "--hidden", "16",
+        "--epochs", "1", "--propagation-epochs", "0", "--template-wordings", str(templates), "--question-weight", "3",
+        "--out", str(weighted)])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((weighted / "config.json").read_text(encoding="utf-8"))["settings"]["question_weight"] == 3.0
+    assert "Question weight: 3.0" in (weighted / "MODEL_CARD.md").read_text(encoding="utf-8")
+    code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--question-weight", "0",
+                 "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--question-weight must be positive, got 0.0" in err and not (tmp_path / "s").exists()
     code = main(["train", "fog", "--dataset", "demo", "--split", "test", "--kg", "demo", "--template-wordings",
                  "nosuch", "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err

@@ -90,6 +90,9 @@ def train_group() -> None:
                    "or /usr/share/wordnet, Debian's wordnet-base) or a WordNet database directory (docs/fog.md).")
 @click.option("--synonym-share", type=float, default=0.5, show_default=True,
               help="Probability of swapping each word that has a synonym, in the --synonyms copy.")
+@click.option("--question-weight", type=float, default=1.0, show_default=True,
+              help="With copies (--word-dropout, --composed-wordings, --template-wordings, --synonyms): how often a "
+                   "triple reads its question as written against once for each kind of copy (1: uniformly).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
@@ -103,8 +106,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
               kappa: int, stop_negatives: int,
               hidden: int, limit: int | None, validation_share: float, validation_by: str,
               validation_fold: int | None, word_dropout: float, composed_wordings: str | None,
-              template_wordings: str | None, synonyms: str | None, synonym_share: float, seed: int, data_dir: str | None,
-              reuse_from: str | None) -> None:
+              template_wordings: str | None, synonyms: str | None, synonym_share: float, question_weight: float,
+              seed: int, data_dir: str | None, reuse_from: str | None) -> None:
     """Train FoG's foresight scorer on the gold paths of DATASETs and write MODELDIR."""
     from kgqa.artifacts import ArtifactStore
     from kgqa.eval.gold_paths import training_questions
@@ -124,7 +127,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                    "limit": limit, "validation_share": validation_share, "validation_by": validation_by,
                    "validation_fold": validation_fold, "word_dropout": word_dropout,
                    "composed_wordings": composed_wordings, "template_wordings": template_wordings,
-                   "synonyms": synonyms, "synonym_share": synonym_share,
+                   "synonyms": synonyms, "synonym_share": synonym_share, "question_weight": question_weight,
                    "seed": seed}
         reused = _reused_scorer_phase(Path(reuse_from).expanduser(), options, click.get_current_context())
         kept = reused["options"]  # by name: a model written before an option existed has that option's default
@@ -136,7 +139,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                                             kept["validation_fold"])
         word_dropout, composed_wordings, synonyms, synonym_share, seed = (
             kept["word_dropout"], kept["composed_wordings"], kept["synonyms"], kept["synonym_share"], kept["seed"])
-        template_wordings = kept["template_wordings"]
+        template_wordings, question_weight = kept["template_wordings"], kept["question_weight"]
         kg_spec = kg_spec or reused["kg"]
         scorer_phase = ScorerPhase.load(reuse_from)
     elif not datasets:
@@ -161,6 +164,8 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
         check_validation_fold(validation_fold, validation_share, name="--validation-fold")
     if not 0 <= word_dropout < 1:
         raise ConfigError(f"--word-dropout must be in [0, 1), got {word_dropout}")
+    if question_weight <= 0:
+        raise ConfigError(f"--question-weight must be positive, got {question_weight}")
     if composed_wordings:
         from kgqa.steps.foresight.wordings import ChainWordings
 
@@ -196,6 +201,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
                                  validation_fold=validation_fold,
                                  word_dropout=word_dropout, composed_wordings=composed_wordings,
                                  template_wordings=template_wordings, synonyms=synonyms, synonym_share=synonym_share,
+                                 question_weight=question_weight,
                                  propagation_epochs=propagation_epochs,
                                  propagation_questions=propagation_questions, propagation_lr=propagation_lr,
                                  propagation_weighting=propagation_weighting,
@@ -582,6 +588,8 @@ def _card(training: dict[str, Any], history: list[dict[str, Any]], summary: dict
 - Composed wordings: {s.get('composed_wordings') or 'none'} (phrase table writing a copy of each question from its chain)
 - Template wordings: {s.get('template_wordings') or 'none'} (question templates per chain writing a copy of each question)
 - Synonym copies: {_synonym_line(s)}
+- Question weight: {s.get('question_weight', 1.0)} (a triple reads its question as written this often against once per
+  kind of copy)
 - Triples: {summary.get('train_triples')} training, {summary.get('validation_triples')} validation
   ({summary.get('positives')} positive; kappa = {s['kappa']} negatives per positive)
 - Optimiser: AdamW lr {s['lr']}, betas {tuple(s['betas'])}, weight decay {s['weight_decay']}, batch {s['batch_size']},

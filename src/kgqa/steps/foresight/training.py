@@ -141,6 +141,9 @@ class TrainSettings:
     synonyms: str | None = None
     #: the probability of swapping each word that has a synonym in the synonym copy
     synonym_share: float = 0.5
+    #: with copies: a triple reads its question as written with weight this against 1 for each kind of copy (1: all
+    #: uniformly; 2 with three kinds: the question 40%, each copy 20%)
+    question_weight: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -450,6 +453,16 @@ def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion
                                 random.Random(f"{settings.seed}:synonyms"))
         copies.append("synonym")
     augmented = bool(copies)
+    if settings.question_weight <= 0:
+        raise ConfigError(f"the question weight must be positive, got {settings.question_weight}")
+    reading = torch.tensor([settings.question_weight] + [1.0] * len(copies))
+
+    def read_copy(n: int) -> Any:
+        """Which text each of n triples reads: 0 the question, k its k-th copy."""
+        if settings.question_weight == 1.0:  # uniform, drawn as before the weight existed (same seeds, same models)
+            return torch.randint(0, len(copies) + 1, (n,))
+        return torch.multinomial(reading, n, replacement=True)
+
     say("question token vectors" + (f" (with {' and '.join(copies)} copies)" if augmented else ""))
     q_tokens, q_mask = labels.tokens(texts)
     # float16 at rest (MetaQA dev: 39k questions x ~20 tokens), float32 per batch
@@ -479,8 +492,8 @@ def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion
             idx = perm[lo:lo + settings.batch_size]
             with torch.set_grad_enabled(train):
                 rows = data["question"][idx]
-                if train and augmented:  # each triple reads its question or one of its copies, uniformly
-                    rows = rows + len(questions) * torch.randint(0, len(copies) + 1, (len(idx),))
+                if train and augmented:  # each triple reads its question or one of its copies
+                    rows = rows + len(questions) * read_copy(len(idx))
                 vectors = data["vectors"]
                 pad = q_pad[rows]
                 width = int((~pad).sum(dim=-1).max())  # trim the batch's questions to its longest one
