@@ -228,7 +228,7 @@ class FoGConfig(MethodConfig):
         "last ends on one (ours)")
     typed_retry_tau_e: float | None = Field(
         default=None, ge=0.0, le=1.0, description="with typed_retry: when the retry finds no pattern ending on a likely "
-        "type either, expand once more at this tau_e (at most the reading's) keeping the best group at every layer that "
+        "type either, expand once more at this tau_e keeping the best-scored group at every layer that "
         "keeps nothing, and read any pattern that ends on a likely type (the scorer cut an inner hop; ours; None: no "
         "second expansion)")
     typed_retry_below: float = Field(
@@ -413,9 +413,9 @@ class FoG(KGQAMethod):
         used = bool(retried) and retry_prior(retried[0].pattern) > 0  # else every pattern there was ruled out
         deep: dict[str, Any] = {}
         tau_e = self.config.typed_retry_tau_e
-        if not used and tau_e is not None and tau_e <= self.reading.tau_e:
-            # the scorer may have cut an inner hop, not the last: read the whole graph below tau_e, any pattern
-            # ending on a likely type
+        if not used and tau_e is not None:
+            # the scorer may have cut an inner hop, not the last: expand again with a floor at every layer and read
+            # any pattern ending on a likely type
             deep_prior = typing.retry_prior(None)
             retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
                                  typed_ends=likely, tau_e=tau_e, floor_every_layer=True)
