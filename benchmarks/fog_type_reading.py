@@ -54,13 +54,9 @@ def main() -> None:
     import numpy as np
 
     from kgqa.eval.gold_paths import training_questions
-    from kgqa.kg.base import Direction
-    from kgqa.steps.foresight.answer_types import AnswerTypes, End, mask_mentions, reverse
+    from kgqa.steps.foresight.answer_types import AnswerTypes, hop_end, mask_mentions, reverse
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.text import load_embedder
-
-    def end(hop: Any) -> End:
-        return (hop.relation, hop.direction is Direction.IN)
 
     scorer = load_scorer(args.scorer)
     seen = set().union(*[set(m.meta.get("training_questions", [])) for m in scorer.members])
@@ -81,14 +77,14 @@ def main() -> None:
             answer, topic = model.read(embedder, [q.text for q in questions], [list(q.mentions) for q in questions])
             wrong_answer = wrong_topic = 0
             for i, q in enumerate(questions):
-                gold = model.types.get(end(q.chain[-1]))
+                gold = model.types.get(hop_end(q.chain[-1]))
                 if gold is not None and model.classes[int(np.argmax(answer[i]))] != gold:
                     wrong_answer += 1
                     if label.startswith("reworded"):
                         key = f"{label}: {mask_mentions(q.text, q.mentions)} (asks {gold}, read " \
                               f"{model.classes[int(np.argmax(answer[i]))]})"
                         misread[name][key] = misread[name].get(key, 0) + 1
-                start = model.types.get(reverse(end(q.chain[0])))
+                start = model.types.get(reverse(hop_end(q.chain[0])))
                 if topic is not None and model.topic_classes is not None and start is not None and \
                         model.topic_classes[int(np.argmax(topic[i]))] != start:
                     wrong_topic += 1

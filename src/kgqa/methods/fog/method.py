@@ -119,7 +119,7 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
-from kgqa.steps.foresight.answer_types import AnswerTypes, focus_phrase, mask_mentions, model_file
+from kgqa.steps.foresight.answer_types import AnswerTypes, model_file
 from kgqa.steps.foresight.graph import (
     READING,
     Caps,
@@ -405,24 +405,24 @@ class FoG(KGQAMethod):
         likely = typing.types.likely_ends(typing.probabilities, TYPED_RETRY_P)
         if (ranked and (before is None or before >= self.config.typed_retry_below)) or not likely:
             return graph, ranked
-        retry_prior = typing.retry_prior(ranked[0].pattern[:-1] if ranked else None)
-        retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
-                             typed_ends=likely)
-        retried = self._rank(retry, ctx, retry_prior)
-        after = typing.end_p(retried)
-        used = bool(retried) and retry_prior(retried[0].pattern) > 0  # else every pattern there was ruled out
+
+        def attempt(prior: PatternPrior, **expansion: Any) -> tuple[ExpandedGraph, list[RankedAnswer], bool]:
+            """Expand again with the likely types kept and read with ``prior``; used unless it ruled out every
+            pattern there."""
+            again = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
+                                 typed_ends=likely, **expansion)
+            read = self._rank(again, ctx, prior)
+            return again, read, bool(read) and prior(read[0].pattern) > 0
+
+        retry, retried, used = attempt(typing.retry_prior(ranked[0].pattern[:-1] if ranked else None))
         deep: dict[str, Any] = {}
         tau_e = self.config.typed_retry_tau_e
         if not used and tau_e is not None:
             # the scorer may have cut an inner hop, not the last: expand again with a floor at every layer and read
             # any pattern ending on a likely type
-            deep_prior = typing.retry_prior(None)
-            retry = self._expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=1, skip=set(),
-                                 typed_ends=likely, tau_e=tau_e, floor_every_layer=True)
-            retried = self._rank(retry, ctx, deep_prior)
-            after = typing.end_p(retried)
-            used = bool(retried) and deep_prior(retried[0].pattern) > 0
+            retry, retried, used = attempt(typing.retry_prior(None), tau_e=tau_e, floor_every_layer=True)
             deep = {"deep_tau_e": tau_e}
+        after = typing.end_p(retried)
         ctx.trace.add("fog.typed_retry", used=used,
                       before=pattern_name(ranked[0].pattern) if ranked else None,
                       p_before=None if before is None else round(before, 4),
@@ -466,8 +466,9 @@ class FoG(KGQAMethod):
         probabilities = answer_rows[0]
         topic = topic_rows[0] if topic_rows is not None and cfg.answer_type_topic else None
         extra: dict[str, Any] = {}
-        if "focus" in types.features:
-            extra["focus"] = focus_phrase(mask_mentions(question.text, mentions))
+        focus = types.focus(question.text, mentions)
+        if focus is not None:
+            extra["focus"] = focus
         if topic is not None and types.topic_classes is not None:
             extra["topic"] = types.topic_classes[int(topic.argmax())]
             extra["topic_p"] = {c: round(float(p), 4) for c, p in zip(types.topic_classes, topic, strict=True)}

@@ -97,12 +97,15 @@ def focus_phrase(text: str) -> str:
 
 
 def question_vectors(embedder: Any, masked: Sequence[str], features: Sequence[str]) -> np.ndarray:
-    """One row per (already masked) question: the embeddings of ``features`` side by side."""
-    parts = []
-    for feature in features:
-        texts = list(masked) if feature == "sentence" else [focus_phrase(t) for t in masked]
-        parts.append(np.asarray(embedder.embed(texts), dtype=np.float32))
-    return np.concatenate(parts, axis=1)
+    """One row per (already masked) question: the embeddings of ``features`` side by side (one embedding call)."""
+    texts = [t if feature == "sentence" else focus_phrase(t) for feature in features for t in masked]
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    return np.concatenate(np.split(vectors, len(features)), axis=1) if len(features) > 1 else vectors
+
+
+def hop_end(hop: Any) -> End:
+    """The end a hop of a gold chain reaches, as FoG's patterns write it: (relation, backward)."""
+    return (hop.relation, hop.direction is Direction.IN)
 
 
 class _Reach:
@@ -213,6 +216,10 @@ class AnswerTypes:
                               f"({', '.join(self.features)}) give {vectors.shape[1]}")
         return vectors
 
+    def focus(self, text: str, mentions: Sequence[str]) -> str | None:
+        """The focus phrase this model reads of a question (its mentions masked); None when it reads none."""
+        return focus_phrase(mask_mentions(text, mentions)) if "focus" in self.features else None
+
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text."""
         return _softmax(self._vectors(embedder, texts, mentions), self.weight, self.bias)
@@ -307,8 +314,8 @@ class AnswerTypes:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"answer types {file} cannot be read: {exc}") from None
         unknown = [f for f in features if f not in FEATURES]
-        if unknown or not features:
-            raise ConfigError(f"answer types {file}: unknown features {unknown or '(none)'}; known: {', '.join(FEATURES)}")
+        if unknown:
+            raise ConfigError(f"answer types {file}: unknown features {unknown}; known: {', '.join(FEATURES)}")
         if not _agrees(weight, bias, classes, types) or (
                 topic_classes is not None and not _agrees(topic_weight, topic_bias, topic_classes, types)) or (
                 topic_weight is not None and topic_weight.shape[1:] != weight.shape[1:]):
@@ -366,34 +373,30 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     blocks = len(copies) // len(questions)
     rng = random.Random(f"{seed}:answer-types")
 
-    def hop_end(q: Any, index: int) -> End:
-        hop = q.chain[index]
-        return (hop.relation, hop.direction is Direction.IN)
-
     pools: dict[End, set[str]] = {}
     for q in questions:
-        pools.setdefault(hop_end(q, -1), set()).update(q.answers)
+        pools.setdefault(hop_end(q.chain[-1]), set()).update(q.answers)
     samples = {end: rng.sample(sorted(pool), min(samples_per_end, len(pool))) for end, pool in pools.items()}
     for end, found in _ends_around(kg, sorted({e for items in samples.values() for e in items}), rng,
                                    samples_per_end).items():
         samples.setdefault(end, found)  # ends no training question ends on, one hop from the answers
     reach = _Reach(kg, samples)  # the types and the junctions read the same samples' relations: look them up once
     types = induce_types(kg, samples, containment=containment, reach=reach)
-    classes = sorted({types[hop_end(q, -1)] for q in questions})
+    classes = sorted({types[hop_end(q.chain[-1])] for q in questions})
     say(f"{len(types)} answer ends in {len(classes)} types: " + "; ".join(
         f"{kind} = {', '.join(end_name(e) for e in sorted(types) if types[e] == kind)}" for kind in classes))
     junctions = junction_shares(kg, samples, types, reach=reach)
     crossing = sorted(junctions.items(), key=lambda item: item[1])
     say(f"{len(junctions)} junctions between two types; least crossed: " + ", ".join(
         f"{end_name(a)} then {end_name(b)} {share:.3f}" for (a, b), share in crossing[:4]))
-    starts = [types.get(reverse(hop_end(q, 0))) for q in questions]
+    starts = [types.get(reverse(hop_end(q.chain[0]))) for q in questions]
     topic_classes = sorted({kind for kind in starts if kind is not None})
     texts = [mask_mentions(q.text, q.mentions) for q in questions]
     texts += [mask_mentions(c, questions[i % len(questions)].mentions) for i, c in enumerate(copies)]
     features = FEATURES if focus else ("sentence",)
     say(f"embedding {len(texts)} question texts ({', '.join(features)})")
     vectors = question_vectors(embedder, texts, features)
-    labels = [classes.index(types[hop_end(q, -1)]) for q in questions] * (blocks + 1)
+    labels = [classes.index(types[hop_end(q.chain[-1])]) for q in questions] * (blocks + 1)
     weights = np.asarray([question_weight] * len(questions) + [1.0] * len(copies), dtype=np.float32)
     head = _fit_linear(vectors, labels, len(classes), weights, seed=seed, epochs=epochs, lr=lr)
     say(f"classifier: training loss {head.loss:.4f}, training accuracy {100 * head.accuracy:.1f}")

@@ -359,6 +359,8 @@ def train_scorer(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion], labe
     started = time.perf_counter()
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
+    if settings.question_weight <= 0:  # before any work, with the other settings' checks
+        raise ConfigError(f"the question weight must be positive, got {settings.question_weight}")
     if settings.propagation_weighting not in PROPAGATION_WEIGHTINGS:
         raise ConfigError(f"propagation_weighting must be 'edge' or 'question', got {settings.propagation_weighting!r}")
     if settings.propagation_select not in PROPAGATION_SELECTIONS:
@@ -453,8 +455,6 @@ def _train_scorer_phase(kg: KnowledgeGraph, questions: Sequence[TrainingQuestion
                                 random.Random(f"{settings.seed}:synonyms"))
         copies.append("synonym")
     augmented = bool(copies)
-    if settings.question_weight <= 0:
-        raise ConfigError(f"the question weight must be positive, got {settings.question_weight}")
     reading = torch.tensor([settings.question_weight] + [1.0] * len(copies))
 
     def read_copy(n: int) -> Any:
