@@ -10,6 +10,14 @@ from itertools import compress
 _PUNCT_RE = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE_RE = re.compile(r"\s+")
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
+#: a topic mention marked for linking, MetaQA's way: "Who directed [Inception]?" (group 1: the mention's words)
+MENTION_MARKS = re.compile(r"\[([^\[\]]+)\]")
+
+
+def unmark_mentions(text: str) -> str:
+    """The text with the [brackets] that mark topic mentions removed and their words kept ("Who directed
+    [Inception]?" -> "Who directed Inception?"): what a prompt, a trained scorer or a classifier reads."""
+    return MENTION_MARKS.sub(lambda m: m.group(1), text)
 
 
 def fold(text: str) -> str:

@@ -43,7 +43,6 @@ import copy
 import gc
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from typing import Any
 from kgqa import config
 from kgqa.core import GoldAnswer, Question, TopicEntity
 from kgqa.errors import ConfigError, DataError
+from kgqa.normalize import MENTION_MARKS, unmark_mentions
 from kgqa.registry import Registry
 
 __all__ = [
@@ -324,13 +324,6 @@ def _is_mid(value: str) -> bool:
 # MetaQA
 
 
-_BRACKET_RE = re.compile(r"\[([^\[\]]+)\]")
-
-
-def _unbracket(match: re.Match[str]) -> str:
-    return match.group(1)
-
-
 def _load_metaqa(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
     hops = int(info.options["hops"])
     qa_rel, qtype_rel = info.files[split]
@@ -361,7 +354,7 @@ def _load_metaqa(info: DatasetInfo, root: Path, split: str, limit: int | None) -
             raise DataError(f"{qa_path}: line {lineno}: expected 'question<TAB>answer1|answer2|...', "
                             f"found {len(parts)} tab-separated fields")
         raw, answer_field = parts[0].strip(), parts[1].strip()
-        marks = _BRACKET_RE.findall(raw)
+        marks = MENTION_MARKS.findall(raw)
         if not marks:
             raise DataError(f"{qa_path}: line {lineno}: no [topic entity] in the question {raw!r}")
         names = answer_field.split("|")
@@ -384,8 +377,7 @@ def _load_metaqa(info: DatasetInfo, root: Path, split: str, limit: int | None) -
         metadata: dict[str, Any] = {"dataset": dataset, "split": split, "hops": hops, "raw_text": raw}
         if qtypes is not None:
             metadata["qtype"] = qtypes[lineno - 1].strip()
-        text = raw.replace("[", "").replace("]", "") if len(marks) == 1 else _BRACKET_RE.sub(_unbracket, raw)
-        questions.append(_question(f"{prefix}{lineno}", text, topics, golds, metadata))
+        questions.append(_question(f"{prefix}{lineno}", unmark_mentions(raw), topics, golds, metadata))
     return questions
 
 

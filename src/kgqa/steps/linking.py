@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kgqa.kg.base import Direction, EntityMatch, KnowledgeGraph
+from kgqa.normalize import MENTION_MARKS, unmark_mentions
 
-_BRACKETS = re.compile(r"\[([^\[\]]+)\]")
 _WORD = re.compile(r"[\w'’.-]+", re.UNICODE)
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s$", re.IGNORECASE)
 _MAX_NGRAM = 8
@@ -141,11 +141,11 @@ class _Linker:
     # -- the steps -------------------------------------------------------------------------------------------------
 
     def run(self, question: str, limit: int) -> LinkResult:
-        words = _words(_BRACKETS.sub(lambda m: m.group(1), question))
+        words = _words(unmark_mentions(question))
         linked: list[LinkCandidate] = []
         mentions: list[list[LinkCandidate]] = []
-        for bracket in _BRACKETS.finditer(question):
-            start = len(_words(_BRACKETS.sub(lambda m: m.group(1), question[:bracket.start()])))
+        for bracket in MENTION_MARKS.finditer(question):
+            start = len(_words(unmark_mentions(question[:bracket.start()])))
             span = (start, min(start + len(_words(bracket.group(1))), len(words)))
             if span[1] <= span[0]:
                 continue
@@ -307,7 +307,7 @@ def question_text(question: str) -> str:
     """The question as methods read it: the [brackets] that mark a topic mention for linking removed, their words
     kept ("Who directed [Inception]?" -> "Who directed Inception?"), as the MetaQA loader does; a prompt or a
     trained scorer never sees the marks."""
-    return _BRACKETS.sub(lambda m: m.group(1), question)
+    return unmark_mentions(question)
 
 
 def question_topics(kg: KnowledgeGraph, question: str, given: Sequence[str] | None = None

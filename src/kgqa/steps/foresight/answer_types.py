@@ -49,6 +49,7 @@ import numpy as np
 
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, KnowledgeGraph
+from kgqa.normalize import unmark_mentions
 
 FILE = "answer_types.json"
 MASK = "X"
@@ -76,7 +77,7 @@ def reverse(end: End) -> End:
 def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     """The question with its topic mentions replaced by a placeholder (and MetaQA's brackets dropped), so the
     classifier reads the wording, not the entity: case-insensitive, longest mention first."""
-    out = text.replace("[", "").replace("]", "")
+    out = unmark_mentions(text)
     for mention in sorted({m for m in mentions if m and m.strip()}, key=len, reverse=True):
         out = re.sub(re.escape(mention), MASK, out, flags=re.IGNORECASE)
     return out
