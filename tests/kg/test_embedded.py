@@ -202,3 +202,14 @@ def test_empty_kg(tmp_path: Path) -> None:
     assert kg.stats().triples == 0
     assert kg.relations("x") == []
     assert kg.search("x", fuzzy=True) == []
+
+
+def test_parse_chain_rejects_a_caret_inside_a_relation() -> None:
+    """A missing comma ("a ^b") is two hops written as one; read silently, it would ask the KG for a relation named
+    "a ^b" and find nothing."""
+    from kgqa.errors import KGError
+
+    assert [str(h) for h in parse_chain(" a , ^ b ")] == ["a", "^b"]
+    for text in ("a ^b", "a^b", "^a ^b", "^^a"):
+        with pytest.raises(KGError, match="comma-separated"):
+            parse_chain(text)

@@ -99,6 +99,9 @@ def parse_chain(text: str | Sequence[str | Hop | tuple[str, str]]) -> Chain:
                 hops.append(Hop(token, Direction.OUT))
         if not hops[-1].relation:
             raise KGError(f"chain {text!r} has an empty relation at position {len(hops)}")
+        if "^" in hops[-1].relation:  # "a ^b" is two hops missing their comma, not a relation named "a ^b"
+            raise KGError(f"chain {text!r}: relation {hops[-1].relation!r} at position {len(hops)} has a '^' inside "
+                          "it; write hops comma-separated, '^' only in front of a backward hop ('a,^b')")
     return tuple(hops)
 
 
