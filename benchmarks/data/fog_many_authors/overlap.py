@@ -1,0 +1,47 @@
+"""How close template files come to the reworded sets: for each reworded question (topic -> {topic}), the largest
+share of its word trigrams found in one template of its own chain; the mean share and the questions at 0.5 or more,
+per split and hop.
+
+    python benchmarks/data/fog_many_authors/overlap.py FILE [FILE ...]   (metaqa: the packaged templates)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import kgqa.data.metaqa_reworded as reworded
+from kgqa.eval.metaqa_chains import chain_for_qtype, iter_metaqa_questions
+from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+
+def trigrams(text: str) -> set[tuple[str, ...]]:
+    words = re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split()
+    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="template files (or 'metaqa')")
+    args = parser.parse_args()
+    base = Path(reworded.__file__).parent
+    for spec in args.files:
+        templates = ChainTemplates.load(spec).templates
+        grams = {chain: [trigrams(t) for t in texts] for chain, texts in templates.items()}
+        for split in ("dev", "test"):
+            cells = []
+            for hops in (1, 2, 3):
+                shares = []
+                for q in iter_metaqa_questions(base, hops, split):
+                    own = trigrams(q["question"].replace(f"[{q['topic']}]", "{topic}"))
+                    best = max((len(own & t) / len(own) for t in grams.get(chain_for_qtype(q["qtype"]), [])),
+                               default=0.0) if own else 0.0
+                    shares.append(best)
+                cells.append(f"{hops}-hop {100 * sum(shares) / len(shares):.1f} ({sum(s >= 0.5 for s in shares)} "
+                             f"of {len(shares)} at >= 0.5)")
+            print(f"{spec} {split}: " + " | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
