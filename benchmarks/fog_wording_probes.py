@@ -60,7 +60,8 @@ def paraphrase_probe(specs: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def nearest_probe(data_dir: Path, splits: list[str], encoder: str) -> list[dict[str, Any]]:
+def nearest_probe(data_dir: Path, splits: list[str], encoder: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the pool's facts, one row per reworded split and hop count)."""
     import numpy as np
 
     import kgqa.data.metaqa_reworded as reworded
@@ -98,7 +99,7 @@ def nearest_probe(data_dir: Path, splits: list[str], encoder: str) -> list[dict[
             rows.append({"split": split, "hops": hops, "questions": len(questions), "right": int(right),
                          "accuracy": round(100 * right / len(questions), 1)})
             print(f"reworded {split} {hops}-hop: nearest wording's chain right {right} of {len(questions)}", flush=True)
-    return [{"pool": len(texts), "encoder": encoder}, *rows]
+    return {"pool": len(texts), "encoder": encoder}, rows
 
 
 def main() -> None:
@@ -112,7 +113,7 @@ def main() -> None:
     args = parser.parse_args()
     commit = source_commit() or "unknown"
     paraphrases = paraphrase_probe(args.llm or ["local:gemma3-270m", "local:smollm2"])
-    pool, *nearest = nearest_probe(Path(args.data_dir), ["dev", "test"] if args.test else ["dev"], args.encoder)
+    pool, nearest = nearest_probe(Path(args.data_dir), ["dev", "test"] if args.test else ["dev"], args.encoder)
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

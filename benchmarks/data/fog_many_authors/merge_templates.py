@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kgqa.data.metaqa_reworded as reworded
 from kgqa.eval.metaqa_chains import iter_metaqa_questions
@@ -23,14 +25,24 @@ HERE = Path(__file__).parent
 STYLES = ("style1.json", "style2.json", "style3.json", "style4.json")
 
 
+def words(text: str) -> list[str]:
+    """Lower-cased words, punctuation dropped, as the package's no-reworded-wording test normalises."""
+    return re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split()
+
+
 def norm(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split())
+    return " ".join(words(text))
+
+
+def reworded_questions(split: str, hops: int) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each reworded question of a split and hop count with its wording as a template (topic -> {topic})."""
+    for q in iter_metaqa_questions(Path(reworded.__file__).parent, hops, split):
+        yield q, q["question"].replace(f"[{q['topic']}]", "{topic}")
 
 
 def reworded_wordings() -> set[str]:
-    base = Path(reworded.__file__).parent
-    return {norm(q["question"].replace(f"[{q['topic']}]", "{topic}"))
-            for split in ("dev", "test") for hops in (1, 2, 3) for q in iter_metaqa_questions(base, hops, split)}
+    return {norm(wording) for split in ("dev", "test") for hops in (1, 2, 3)
+            for _, wording in reworded_questions(split, hops)}
 
 
 def main() -> None:

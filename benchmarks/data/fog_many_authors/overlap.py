@@ -8,24 +8,22 @@ per split and hop.
 from __future__ import annotations
 
 import argparse
-import re
-from pathlib import Path
 
-import kgqa.data.metaqa_reworded as reworded
-from kgqa.eval.metaqa_chains import chain_for_qtype, iter_metaqa_questions
+from merge_templates import reworded_questions, words  # this folder's script: run as a script, its folder is on the path
+
+from kgqa.eval.metaqa_chains import chain_for_qtype
 from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
 
 def trigrams(text: str) -> set[tuple[str, ...]]:
-    words = re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split()
-    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
+    found = words(text)
+    return {tuple(found[i:i + 3]) for i in range(len(found) - 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="template files (or 'metaqa')")
     args = parser.parse_args()
-    base = Path(reworded.__file__).parent
     for spec in args.files:
         templates = ChainTemplates.load(spec).templates
         grams = {chain: [trigrams(t) for t in texts] for chain, texts in templates.items()}
@@ -33,8 +31,8 @@ def main() -> None:
             cells = []
             for hops in (1, 2, 3):
                 shares = []
-                for q in iter_metaqa_questions(base, hops, split):
-                    own = trigrams(q["question"].replace(f"[{q['topic']}]", "{topic}"))
+                for q, wording in reworded_questions(split, hops):
+                    own = trigrams(wording)
                     best = max((len(own & t) / len(own) for t in grams.get(chain_for_qtype(q["qtype"]), [])),
                                default=0.0) if own else 0.0
                     shares.append(best)

@@ -101,7 +101,7 @@ def question_vectors(embedder: Any, masked: Sequence[str], features: Sequence[st
     """One row per (already masked) question: the embeddings of ``features`` side by side (one embedding call)."""
     texts = [t if feature == "sentence" else focus_phrase(t) for feature in features for t in masked]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    return np.concatenate(np.split(vectors, len(features)), axis=1) if len(features) > 1 else vectors
+    return np.concatenate(np.split(vectors, len(features)), axis=1)
 
 
 def hop_end(hop: Any) -> End:
