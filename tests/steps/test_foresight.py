@@ -637,12 +637,30 @@ def test_template_wordings_share_no_wording_with_the_reworded_sets() -> None:
     def norm(text: str) -> str:
         return " ".join(re.sub(r"[^a-z0-9{}' ]+", " ", text.lower()).split())
 
-    ours = {norm(t) for t in ChainTemplates.load("metaqa").wordings()}
+    packaged = {name: {norm(t) for t in ChainTemplates.load(name).wordings()} for name in ("metaqa", "metaqa_many")}
+    assert len(packaged["metaqa_many"]) > 5 * len(packaged["metaqa"])
     base = Path(reworded.__file__).parent
     for split in ("test", "dev"):
         for hops in (1, 2, 3):
             for q in iter_metaqa_questions(base, hops, split):
-                assert norm(q["question"].replace(f"[{q['topic']}]", "{topic}")) not in ours, q["question"]
+                theirs = norm(q["question"].replace(f"[{q['topic']}]", "{topic}"))
+                for name, ours in packaged.items():
+                    assert theirs not in ours, (name, q["question"])
+
+
+def test_the_many_authors_templates_are_rebuilt_by_their_merge_script(tmp_path: Path) -> None:
+    """``metaqa_many`` is the packaged templates plus four authors' styles (benchmarks/data/fog_many_authors): the
+    merge script, run on those files, writes the packaged file's exact content."""
+    import subprocess
+    import sys
+    from importlib import resources
+
+    script = Path(__file__).parents[2] / "benchmarks" / "data" / "fog_many_authors" / "merge_templates.py"
+    out = tmp_path / "many.json"
+    done = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True, text=True, check=True)
+    assert "2204 templates over 49 chains" in done.stdout
+    packaged = resources.files("kgqa.steps.foresight.wordings").joinpath("metaqa_many_templates.json")
+    assert out.read_text(encoding="utf-8") == packaged.read_text(encoding="utf-8")
 
 
 def test_a_bad_template_wordings_file_is_a_clear_error(tmp_path: Path) -> None:

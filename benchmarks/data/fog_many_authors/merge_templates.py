@@ -3,7 +3,8 @@
 Union per chain of ``metaqa_templates.json`` and ``style1..4.json`` (this folder); a template equal to a wording of
 the reworded dev or test sets (topic abstracted, case and punctuation ignored, as the package's test normalises) is
 dropped, and so is a repeat. Prints what each file added and what was dropped; writes one template file for
-``kgqa train fog --template-wordings FILE`` (docs/fog.md, "December 5, the thirteenth session").
+``kgqa train fog --template-wordings FILE`` (docs/fog.md, "December 5, the thirteenth session"). Its output is the
+packaged ``metaqa_many`` (``src/kgqa/steps/foresight/wordings/metaqa_many_templates.json``; a test checks it).
 
     python benchmarks/data/fog_many_authors/merge_templates.py --out /tmp/many.json
 """
