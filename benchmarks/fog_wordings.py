@@ -77,6 +77,8 @@ def main() -> None:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             parser.error(f"--scorer {item!r}: expected NAME=DIR")
+        if name in {n for n, _ in scorers}:  # the name names its run directories and its rows
+            parser.error(f"--scorer {item!r}: the name {name!r} is given twice")
         scorers.append((name, path))
     runs = Path(args.runs) if args.runs else Path(tempfile.mkdtemp(prefix="fog-wordings-"))
     rows = []
