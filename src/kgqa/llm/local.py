@@ -65,6 +65,7 @@ def fold_system_messages(messages: list[dict[str, str]]) -> list[dict[str, str]]
             return rest
     return [{"role": "user", "content": system}, *rest]
 
+
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 
