@@ -26,7 +26,6 @@ import itertools
 import json
 import os
 import random
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
 from kgqa.kg import open_kg
+from kgqa.normalize import wording_key
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "src" / "kgqa" / "data" / "metaqa_reworded"
@@ -308,19 +308,9 @@ TEMPLATES: dict[str, list[str]] = {
     ],
 }
 
-_TOPIC_RE = re.compile(r"\[[^\[\]]+\]")
-_NON_WORD_RE = re.compile(r"[^a-z0-9{}' ]+")
-
-
-def normalise_template(text: str) -> str:
-    """A wording with its topic abstracted: ``[...]`` -> ``{topic}``, lower case, punctuation and spacing ignored."""
-    text = _TOPIC_RE.sub("{topic}", text).lower()
-    return " ".join(_NON_WORD_RE.sub(" ", text).split())
-
-
 def metaqa_wordings(data_dir: Path, splits: tuple[str, ...] = ("test",)) -> set[str]:
     """Every MetaQA wording of ``splits`` (all hops), normalised."""
-    return {normalise_template(item["question"]) for split in splits for hops in (1, 2, 3)
+    return {wording_key(item["question"]) for split in splits for hops in (1, 2, 3)
             for item in iter_metaqa_questions(data_dir, hops, split)}
 
 
@@ -339,16 +329,16 @@ def check_templates(data_dir: Path, templates_by_type: dict[str, list[str]] | No
         raise SystemExit(f"templates/types mismatch: missing {sorted(known - set(templates_by_type))}, "
                          f"unknown {sorted(set(templates_by_type) - known)}")
     theirs = metaqa_wordings(data_dir, ("test",) if split == "test" else (split, "test"))
-    ours = {normalise_template(t) for ts in TEMPLATES.values() for t in ts} if split != "test" else set()
+    ours = {wording_key(t) for ts in TEMPLATES.values() for t in ts} if split != "test" else set()
     for qtype, templates in templates_by_type.items():
         if len(set(templates)) < 2:
             raise SystemExit(f"{qtype}: needs at least 2 distinct templates")
         for template in templates:
             if template.count("{topic}") != 1:
                 raise SystemExit(f"{qtype}: {template!r} must hold exactly one {{topic}}")
-            if normalise_template(template) in theirs:
+            if wording_key(template) in theirs:
                 raise SystemExit(f"{qtype}: {template!r} is one of MetaQA's own wordings")
-            if normalise_template(template) in ours:
+            if wording_key(template) in ours:
                 raise SystemExit(f"{qtype}: {template!r} is one of the test split's templates")
 
 

@@ -1,4 +1,4 @@
-"""Text normalisation shared by label search, entity linking and answer matching (written once, used everywhere)."""
+"""Text normalisation shared by label search, entity linking, answer matching and wording comparison (written once)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,20 @@ def unmark_mentions(text: str) -> str:
     """The text with the [brackets] that mark topic mentions removed and their words kept ("Who directed
     [Inception]?" -> "Who directed Inception?"): what a prompt, a trained scorer or a classifier reads."""
     return MENTION_MARKS.sub(lambda m: m.group(1), text)
+
+
+_NON_WORDING_RE = re.compile(r"[^a-z0-9{}' ]+")
+
+
+def wording_words(text: str) -> list[str]:
+    """A question's or template's words as a wording: the [marked] topic as ``{topic}``, lower case, punctuation
+    dropped (apostrophes kept). How template files and evaluation sets are compared for shared wordings."""
+    return _NON_WORDING_RE.sub(" ", MENTION_MARKS.sub("{topic}", text).lower()).split()
+
+
+def wording_key(text: str) -> str:
+    """:func:`wording_words` joined: "Who directed [Heat]?" and "who directed {topic}" share the key."""
+    return " ".join(wording_words(text))
 
 
 def fold(text: str) -> str:

@@ -3,7 +3,6 @@ directory, none of them is worded with one of MetaQA's templates, and their answ
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,10 @@ from kgqa.core import Question
 from kgqa.eval.datasets import dataset_info, dataset_names, load_dataset
 from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
 from kgqa.kg.embedded import EmbeddedKG
+from kgqa.normalize import wording_key
 
 HOPS = (1, 2, 3)
 CHECKED_PER_HOP = 20
-
-_TOPIC_RE = re.compile(r"\[[^\[\]]+\]")
-_NON_WORD_RE = re.compile(r"[^a-z0-9{}' ]+")
-
-
-def _wording(raw: str) -> str:
-    """A question's template: the [topic] abstracted, lower case, punctuation and spacing ignored."""
-    text = _TOPIC_RE.sub("{topic}", raw).lower()
-    return " ".join(_NON_WORD_RE.sub(" ", text).split())
-
 
 def _load(hops: int) -> list[Question]:
     return load_dataset(f"metaqa-reworded-{hops}hop")
@@ -61,16 +51,16 @@ def test_the_dev_split_has_200_questions_in_other_wordings_over_dev_topics(monke
     assert {q.metadata["qtype"] for q in dev} == {item["qtype"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
     dev_topics = {item["topic"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
     assert all(q.topic_entities[0].name in dev_topics for q in dev)
-    test_wordings = {_wording(q.metadata["raw_text"]) for h in HOPS for q in _load(h)}
-    metaqa_wordings = {_wording(item["question"]) for h in HOPS for split in ("dev", "test")
+    test_wordings = {wording_key(q.metadata["raw_text"]) for h in HOPS for q in _load(h)}
+    metaqa_wordings = {wording_key(item["question"]) for h in HOPS for split in ("dev", "test")
                        for item in iter_metaqa_questions(metaqa_dir, h, split)}
     for q in dev:
-        assert _wording(q.metadata["raw_text"]) not in test_wordings | metaqa_wordings, q.metadata["raw_text"]
+        assert wording_key(q.metadata["raw_text"]) not in test_wordings | metaqa_wordings, q.metadata["raw_text"]
 
 
 def test_no_question_uses_a_metaqa_wording(metaqa_dir: Path) -> None:
-    theirs = {_wording(item["question"]) for hops in HOPS for item in iter_metaqa_questions(metaqa_dir, hops, "test")}
-    ours = {hops: [_wording(q.metadata["raw_text"]) for q in _load(hops)] for hops in HOPS}
+    theirs = {wording_key(item["question"]) for hops in HOPS for item in iter_metaqa_questions(metaqa_dir, hops, "test")}
+    ours = {hops: [wording_key(q.metadata["raw_text"]) for q in _load(hops)] for hops in HOPS}
     assert all(w.count("{topic}") == 1 for texts in ours.values() for w in texts)
     clashes = sorted({w for texts in ours.values() for w in texts} & theirs)
     assert not clashes, f"worded like MetaQA: {clashes}"

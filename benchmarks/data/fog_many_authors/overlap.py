@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 
-from merge_templates import reworded_questions, words  # this folder's script: run as a script, its folder is on the path
+from merge_templates import reworded_questions  # this folder's script: run as a script, its folder is on the path
 
 from kgqa.eval.metaqa_chains import chain_for_qtype
+from kgqa.normalize import wording_words
 from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
 
 def trigrams(text: str) -> set[tuple[str, ...]]:
-    found = words(text)
+    found = wording_words(text)
     return {tuple(found[i:i + 3]) for i in range(len(found) - 2)}
 
 
@@ -31,8 +32,8 @@ def main() -> None:
             cells = []
             for hops in (1, 2, 3):
                 shares = []
-                for q, wording in reworded_questions(split, hops):
-                    own = trigrams(wording)
+                for q in reworded_questions(split, hops):
+                    own = trigrams(q["question"])  # its topic read as {topic}, as in the templates
                     best = max((len(own & t) / len(own) for t in grams.get(chain_for_qtype(q["qtype"]), [])),
                                default=0.0) if own else 0.0
                     shares.append(best)
