@@ -26,6 +26,7 @@ from kgqa.kg.embedded import (
     _unify,
 )
 from kgqa.kg.embedded import builder as embedded_builder
+from kgqa.kg.embedded.arrays import STATEMENT_COUNTS_FILE
 from kgqa.kg.label_index import BLOCK_SIZE
 from kgqa.normalize import normalize_label, normalize_labels
 
@@ -196,6 +197,31 @@ def test_the_lexsort_path_for_very_large_kgs_builds_the_same_store(tmp_path: Pat
     assert snapshot(fallback) == reference
     entity = rows[0][0]
     assert fallback.relations(entity) == EmbeddedKG.open(tmp_path / "flat").relations(entity)
+
+
+def test_statement_counts_survive_both_sort_paths_and_cost_nothing_without_repeats(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [("a", "r", "b"), ("a", "r", "b"), ("a", "r", "c"), ("x", "s", "b"), ("a", "r", "b"), ("x", "s", "b")]
+    asked = [("a", "r", "b"), ("a", "r", "c"), ("x", "s", "b"), ("a", "s", "b"), ("b", "r", "a"), ("zz", "r", "b"),
+             ("a", "unknown", "b")]
+    expected = [3, 1, 2, 0, 0, 0, 0]
+
+    def build(where: str) -> EmbeddedKG:
+        builder = EmbeddedKGBuilder()
+        builder.add_triples(rows)
+        return builder.build(tmp_path / where)
+
+    flat = build("flat")
+    monkeypatch.setattr(embedded_builder, "_FLAT_EDGE_KEY_LIMIT", 0)
+    lexsorted = build("lexsort")
+    for kg in (flat, lexsorted):
+        assert kg.statement_counts(asked) == expected
+        assert kg.stats().triples == 3 and kg.stats().extra["repeated_triples"] == 2
+    once = EmbeddedKGBuilder()
+    once.add_triples(dict.fromkeys(rows))
+    single = once.build(tmp_path / "once")
+    assert not (single.directory / STATEMENT_COUNTS_FILE).exists()  # no file when every triple is asserted once
+    assert single.statement_counts(asked) == [1, 1, 1, 0, 0, 0, 0]
 
 
 def test_build_records_its_phases_and_old_formats_are_refused(tmp_path: Path) -> None:

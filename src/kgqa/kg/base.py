@@ -318,3 +318,9 @@ class KnowledgeGraph(KGCore, Protocol):
                  relations: Collection[str] | None = None) -> Subgraph:
         """A bounded breadth-first subgraph around ``seeds`` (see :meth:`kgqa.kg.derived.DerivedOps.subgraph`)."""
         ...
+
+    def statement_counts(self, triples: Sequence[Triple]) -> list[int]:
+        """How many times the source asserted each of ``triples`` (read from this KG): 1 for most; more where an import
+        merged records, as MetaQA's remakes of one title become one entity. A store that keeps no counts (an RDF
+        endpoint holds a set) answers 1 for each."""
+        ...

@@ -235,6 +235,10 @@ class DerivedOps:
 
     # -- batches and subgraphs -------------------------------------------------------------------------------------
 
+    def statement_counts(self, triples: Sequence[Triple]) -> list[int]:
+        """Every triple asserted once: a store that keeps no counts (SPARQL endpoints hold sets of triples)."""
+        return [1] * len(triples)
+
     def neighbors_many(self, entities: Sequence[str], relation: str, direction: Direction | str = Direction.OUT,
                        limit_per_entity: int = 100) -> dict[str, list[str]]:
         """``neighbors`` of every distinct entity (in the order given; an entity with none maps to ``[]``)."""

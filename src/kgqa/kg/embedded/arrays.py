@@ -16,6 +16,10 @@ import pyarrow as pa
 
 FORMAT_VERSION = 2
 META_FILE = "kgqa-embedded.json"
+# How many times each outgoing edge was asserted by the source (uint32, aligned with ``out.other.npy``); written only
+# when some triple was asserted more than once (MetaQA's kb.txt lists each remake of a title as its own block, and the
+# store merges them into one entity: a fact true of both films is asserted twice). Absent: every count is 1.
+STATEMENT_COUNTS_FILE = "out.count.npy"
 
 # The builder's arrow buffers come from the system allocator: arrow's default (mimalloc) keeps freed batches mapped, which
 # put a 1M-triple import at 190 bytes of RAM per triple against 116 here, at the same speed (faster at 10M).
@@ -321,6 +325,16 @@ class _Adjacency:
             return []
         start, end = self._ptr_v[j], self._ptr_v[j + 1]
         return self._other_v[start:min(end, start + max(limit, 0))].tolist()
+
+    def edge_index(self, node: int, key: int, other: int) -> int | None:
+        """Where the edge (``node``, pair key ``key``, ``other``) sits in ``other``, or None when there is none."""
+        lo, hi = self._node_ptr_v[node], self._node_ptr_v[node + 1]
+        j = bisect.bisect_left(self._key_v, key, lo, hi)
+        if j == hi or self._key_v[j] != key:
+            return None
+        start, end = self._ptr_v[j], self._ptr_v[j + 1]
+        i = bisect.bisect_left(self._other_v, other, start, end)  # other ends are sorted within a pair
+        return i if i < end and self._other_v[i] == other else None
 
     def hop(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every edge whose pair key is in ``keys``: (position in ``keys``, other end)."""

@@ -25,6 +25,7 @@ from kgqa.kg.embedded.arrays import (
     _POOL,
     FORMAT_VERSION,
     META_FILE,
+    STATEMENT_COUNTS_FILE,
     _Adjacency,
     _hash_order,
     _HashDirectory,
@@ -69,11 +70,14 @@ _FLAT_EDGE_KEY_LIMIT = 2**62  # (node * R + relation) * N + other end must fit a
 
 
 def _sorted_edges(sources: np.ndarray, rels: np.ndarray, others: np.ndarray, N: int, R: int, flat: bool, *,
-                  distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Edges sorted by (key = source * R + relation, other end), duplicates dropped: (keys, other ends), int64.
+                  distinct: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Edges sorted by (key = source * R + relation, other end), duplicates dropped: (keys, other ends, statement
+    counts), int64. The counts (how many times each kept edge was added) are None when no edge was added twice, and
+    always when ``distinct`` says the input has no duplicates.
 
     ``sources`` is consumed (used as scratch space) on the flat path.
     """
+    counts: np.ndarray | None = None
     if flat:
         # In place: the temporaries of a plain expression would double the peak memory of the import.
         combined = sources
@@ -83,15 +87,29 @@ def _sorted_edges(sources: np.ndarray, rels: np.ndarray, others: np.ndarray, N: 
         combined += others
         combined.sort()
         if not distinct:
-            combined = combined[_run_starts(combined)]
-        return np.divmod(combined, N)
+            starts = _run_starts(combined)
+            counts = _repeat_counts(starts)
+            combined = combined[starts]
+            del starts
+        keys, other_ends = np.divmod(combined, N)
+        return keys, other_ends, counts
     keys = sources * R + rels
     order = np.lexsort((others, keys))
     keys, others = keys[order], np.asarray(others, dtype=np.int64)[order]
     if len(keys) and not distinct:
         keep = np.concatenate(([True], (keys[1:] != keys[:-1]) | (others[1:] != others[:-1])))
+        counts = _repeat_counts(keep)
         keys, others = keys[keep], others[keep]
-    return keys, others
+    return keys, others, counts
+
+
+def _repeat_counts(starts: np.ndarray) -> np.ndarray | None:
+    """How long each run of a sorted array is, from the mask of its run starts; None when every run has length one
+    (the common case costs no array)."""
+    if starts.all():
+        return None
+    first = np.flatnonzero(starts)
+    return np.diff(first, append=len(starts))
 
 
 class _PhaseClock:
@@ -422,7 +440,7 @@ class EmbeddedKGBuilder:
             np.save(directory / "has_name.npy", has_name)
             clock.lap("names (edges alongside)")
             self._write_labels(directory, names, has_name & ~literal_mask, clock)
-            triples = edges.result()
+            triples, repeated = edges.result()
         clock.lap("edges (rest)")
 
         literals = int(literal_mask.sum())
@@ -431,13 +449,17 @@ class EmbeddedKGBuilder:
             "schema": self.schema.name,
             "relations": relations,
             "triples": int(triples),
+            "repeated_triples": repeated,
             "entities": N - literals,
             "literals": literals,
             "names": int((has_name & ~literal_mask).sum()),
             "build_seconds": clock.laps,
         }
 
-    def _write_edges(self, directory: Path, rank: np.ndarray, rel_rank: np.ndarray, N: int, R: int) -> int:
+    def _write_edges(self, directory: Path, rank: np.ndarray, rel_rank: np.ndarray, N: int,
+                     R: int) -> tuple[int, int]:
+        """Both directions' adjacency (and the statement counts); returns (distinct triples, triples asserted more than
+        once)."""
         heads = rank[np.frombuffer(self._heads, dtype=np.int32)]
         rels = rel_rank[np.frombuffer(self._rels, dtype=np.int32)] if len(self._rels) else np.empty(0, np.int64)
         tails = rank[np.frombuffer(self._tails, dtype=np.int32)]
@@ -445,9 +467,13 @@ class EmbeddedKGBuilder:
         # Each direction is sorted by one int64 per edge, (node * R + relation) * N + other end, when it fits: a flat
         # sort is several times faster than a lexsort of (key, other end), the fallback for very large KGs.
         flat = N * N * R < _FLAT_EDGE_KEY_LIMIT
-        out_key, out_other = _sorted_edges(heads, rels, tails, N, R, flat)
+        out_key, out_other, counts = _sorted_edges(heads, rels, tails, N, R, flat)
         del heads, rels, tails
         _Adjacency.save(directory, Direction.OUT.value, out_key, out_other, N, R)
+        if counts is not None:  # some triple was asserted more than once: keep how often (see statement_counts)
+            np.save(directory / STATEMENT_COUNTS_FILE, np.minimum(counts, np.iinfo(np.uint32).max).astype(np.uint32))
+        repeated = 0 if counts is None else int(np.count_nonzero(counts > 1))
+        del counts
         triples = len(out_key)
         # Incoming: key (tail * R + relation), other end the head (already distinct).
         if flat:  # in place, one temporary at a time (the peak of the edge phase)
@@ -461,10 +487,10 @@ class EmbeddedKGBuilder:
             in_key, in_other = np.divmod(in_combined, N)
             del in_combined
         else:
-            in_key, in_other = _sorted_edges(out_other, out_key % R, out_key // R, N, R, flat, distinct=True)
+            in_key, in_other, _ = _sorted_edges(out_other, out_key % R, out_key // R, N, R, flat, distinct=True)
             del out_key, out_other
         _Adjacency.save(directory, Direction.IN.value, in_key, in_other, N, R)
-        return triples
+        return triples, repeated
 
     @staticmethod
     def _resolve_names(rank: np.ndarray, name_codes: array.array, name_values: list[pa.Array], nodes: pa.Array,

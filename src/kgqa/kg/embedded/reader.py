@@ -25,6 +25,7 @@ from kgqa.kg.base import (
     EntityMatch,
     KGStats,
     Subgraph,
+    Triple,
     is_literal,
     literal_value,
 )
@@ -32,6 +33,7 @@ from kgqa.kg.derived import DerivedOps, check_constraint, check_count, check_ids
 from kgqa.kg.embedded.arrays import (
     FORMAT_VERSION,
     META_FILE,
+    STATEMENT_COUNTS_FILE,
     _Adjacency,
     _first_occurrence_unique,
     _gather_ranges,
@@ -68,6 +70,8 @@ class EmbeddedKG(DerivedOps):
         self._label_hashes = _HashDirectory.load(directory, "label_keys")
         self._label_nodes = _scalar_view(np.load(directory / "label_nodes.npy", mmap_mode="r"), "i")
         self._fuzzy = None  # opened on first fuzzy search
+        counts = directory / STATEMENT_COUNTS_FILE
+        self._statement_counts = (_scalar_view(np.load(counts, mmap_mode="r"), "I") if counts.is_file() else None)
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -136,6 +140,21 @@ class EmbeddedKG(DerivedOps):
 
     def has_relation(self, relation: str) -> bool:
         return relation in self._rel_index
+
+    def statement_counts(self, triples: Sequence[Triple]) -> list[int]:
+        """How many times the source asserted each (head, relation, tail) triple: 0 for a triple the KG lacks, 1 for
+        most; more where the importer merged records (MetaQA's remakes: a fact true of two films sharing a title is
+        listed once per film). Ids as everywhere else; an unknown relation or entity counts 0."""
+        out: list[int] = []
+        adj = self._adjacency[Direction.OUT]
+        for head, relation, tail in triples:
+            h, t, rel = self._node(head), self._node(tail), self._rel_index.get(relation)
+            index = None if h is None or t is None or rel is None else adj.edge_index(h, h * self._R + rel, t)
+            if index is None:
+                out.append(0)
+            else:
+                out.append(1 if self._statement_counts is None else int(self._statement_counts[index]))
+        return out
 
     # -- one-hop operations ----------------------------------------------------------------------------------------
 
@@ -453,6 +472,7 @@ class EmbeddedKG(DerivedOps):
         return KGStats(backend="embedded", schema=self._schema.name, triples=m["triples"], entities=m["entities"],
                        relations=len(self._relations), literals=m["literals"], names=m["names"],
                        extra={"directory": str(self.directory), "noise_relations": int(self._noise.sum()),
+                              "repeated_triples": m.get("repeated_triples", 0),
                               "build_seconds": m.get("build_seconds", {})})
 
     def iter_triples(self) -> Iterator[tuple[str, str, str]]:

@@ -39,7 +39,8 @@ _METAQA_FAST_RE = re.compile(f"({_PIPE_ID})\\|([^\\s\"|{_C}]+)\\|({_PIPE_ID})$")
 def load_metaqa(builder: Sink, path: Path, *, skip_bad: bool = False) -> LoadReport:
     """Load a WikiMovies/MetaQA ``head|relation|tail`` file. Ids are labels; every entity is named by its label.
 
-    Duplicate lines are fine (the store removes them). Blank lines are ignored.
+    Duplicate lines are fine (the store keeps one triple and counts the statements: ``statement_counts``). Blank lines
+    are ignored.
     """
     started = time.perf_counter()
     path = Path(path)
