@@ -18,7 +18,7 @@ import torch
 from kgqa.kg.base import parse_chain
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
 from kgqa.steps.answers import presentable
-from kgqa.steps.foresight.graph import Caps, ExpandedGraph, expand, rank_answers, simple_paths
+from kgqa.steps.foresight.graph import Caps, ExpandedGraph, GraphReading, expand, rank_answers, simple_paths
 from kgqa.steps.foresight.model import ForesightNet, NetSpec
 from kgqa.steps.foresight.training import TrainingQuestion, gold_walk
 
@@ -414,6 +414,35 @@ def test_entities_a_relevant_edge_leads_on_from_are_intermediates_and_support_ra
     assert [a.entity for a in by_score] == ["Z", "X", "Y"]
     # ratio: answers scoring under ratio x best are left out (X and Y: 0.72 < 0.9 x 0.855)
     assert [a.entity for a in rank_answers(graph, 0.7, ratio=0.9)[0]] == ["Z"]
+
+
+def test_statement_counts_rank_what_merged_remakes_share_first(tmp_path: Path) -> None:
+    # two films titled T (as kb.txt lists remakes: two blocks, merged into one entity); both were written by W, one
+    # also by V; W directed films the 1940 one, while V's film list is longer
+    remakes = [("T", "written_by", "W"), ("T", "written_by", "V"),  # 2011 block
+               ("T", "written_by", "W"),  # 1940 block: the same statement again
+               ("V", "directed", "A"), ("V", "directed", "B"), ("W", "directed", "A")]
+    kg = build_kg(tmp_path / "kg", remakes, {e: e for e in ("T", "W", "V", "A", "B")})
+    assert kg.statement_counts([("T", "written_by", "W"), ("T", "written_by", "V")]) == [2, 1]
+    scores = {("T", "written_by", "V"): 0.95, ("T", "written_by", "W"): 0.9}
+    graph = expand(kg, ["T"], by_triple(scores, default=0.05), hops=2, tau_e=0.1)
+    by_score, _ = rank_answers(graph, 0.7)
+    assert [a.entity for a in by_score] == ["V", "W"] and {a.records for a in by_score} == {1}
+    ranked, _ = rank_answers(graph, 0.7, statement_counts=kg.statement_counts)
+    assert [(a.entity, a.support, a.records) for a in ranked] == [("W", 1, 2), ("V", 1, 1)]
+    assert ranked[0].score == pytest.approx(0.9)  # the score is the walk's, untouched
+    assert [a.entity for a in GraphReading().rank(graph, statement_counts=kg.statement_counts)[0]] == ["W", "V"]
+    # a reading without records, and a by-score reading, ignore the counts
+    assert [a.entity for a in GraphReading(by_records=False).rank(graph, statement_counts=kg.statement_counts)[0]] \
+        == ["V", "W"]
+    assert [a.entity for a in rank_answers(graph, 0.7, by_support=False, statement_counts=kg.statement_counts)[0]] \
+        == ["V", "W"]
+    # over two hops a walk counts the product of its edges' statements, and support (walks) still comes first: A is
+    # reached through V (1 x 1) and through W (2 x 1), B through V only (1 x 1)
+    scores |= {("V", "directed", "A"): 0.9, ("V", "directed", "B"): 0.97, ("W", "directed", "A"): 0.9}
+    graph = expand(kg, ["T"], by_triple(scores, default=0.05), hops=2, tau_e=0.1)
+    two_hop, _ = rank_answers(graph, 0.7, statement_counts=kg.statement_counts)
+    assert [(a.entity, a.support, a.records) for a in two_hop] == [("A", 2, 3), ("B", 1, 1)]
 
 
 def test_a_one_hop_question_reads_the_films_when_nothing_relevant_leads_on(film_kg: EmbeddedKG) -> None:

@@ -59,6 +59,10 @@ Where kgqa differs from the paper, and why:
   the answer pattern by how much leads on from its walks' ends on average rather than by its best walk: on unseen
   MetaQA dev it is a wash for the recipe's scorer and lifts 3-hop hit by 0.5-0.6 for three other trainings of it whose
   propagation trained less well, so answers depend less on how one training's propagation came out (docs/fog.md).
+  Answers of the pattern are ranked by support (walks reaching them), then by ``rank_by_records``: each walk counted
+  through the KG's statement counts (:meth:`~kgqa.kg.base.KnowledgeGraph.statement_counts`), so where an import
+  merged records (MetaQA's remakes of one title) an answer asserted for more of them ranks first; then by score.
+  Stores without counts (SPARQL endpoints) rank as before. The trainer's validation ranks without counts.
 * Answer types (ours, ``answer_types=DIR`` from ``kgqa train answer-types``; off without one): the types of the KG's
   (relation, direction) ends are induced from the KG and a linear classifier over the encoder's vector of the
   question (topic masked) predicts which type the question asks for; graph reading multiplies each answer pattern
@@ -69,8 +73,8 @@ Where kgqa differs from the paper, and why:
   of that name) and, at each junction where one hop's end type differs from the type the next hop starts from, by
   the share of that type's entities that go on by the next hop (``answer_type_junctions``: an actor named "Lucy" is
   not the film "Lucy"); both chosen on unseen MetaQA dev and the reworded dev split. A model trained with
-  ``--focus-phrase`` reads the question's wh-word and its neighbours beside the sentence (fewer misread types, not
-  adopted into the recipe: +2 of 600 on the reworded dev split; docs/fog.md).
+  ``--focus-phrase`` reads the question's wh-word and its neighbours beside the sentence (fewer misread types: +2 of
+  600 on the reworded dev split; in the recipe since the fourteenth session, docs/fog.md).
 * The typed retry (ours, ``typed_retry``, on when ``answer_types`` is given; graph mode): when the answer pattern
   ends on a type the question almost surely does not ask for (P < ``typed_retry_below``, 0.01), the question is
   expanded once more with the likely types' triples (P >= 0.5) kept below tau_e as last hops, and that graph is read
@@ -204,6 +208,9 @@ class FoGConfig(MethodConfig):
     simple_paths: bool = Field(default=READING.simple, description="answer paths never revisit an entity (False: only never "
                                                          "return to a topic entity)")
     rank_by_support: bool = Field(default=READING.by_support, description="rank answers by how many paths reach them, then score")
+    rank_by_records: bool = Field(
+        default=READING.by_records, description="break support's ties by how often the KG's source asserted each "
+        "answer's facts (a fact true of both remakes that MetaQA merges into one title outranks one true of one)")
     continuation: Literal["path", "pattern"] = Field(
         default=READING.continuation, description="the answer pattern is the best walk's, each walk penalised by what "
         "leads on from its own end (path), or the pattern whose walks' ends lead on least on average (pattern: steadier "
@@ -306,7 +313,8 @@ class FoG(KGQAMethod):
             caps=Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
                       node_fanout=cfg.node_fanout),
             seed_floor=cfg.seed_floor, ratio=cfg.answer_ratio, within=cfg.answer_from, combine=cfg.path_score,
-            simple=cfg.simple_paths, by_support=cfg.rank_by_support, continuation=cfg.continuation)
+            simple=cfg.simple_paths, by_support=cfg.rank_by_support, continuation=cfg.continuation,
+            by_records=cfg.rank_by_records)
 
     # -- the contract ----------------------------------------------------------------------------------------------
 
@@ -480,7 +488,7 @@ class FoG(KGQAMethod):
 
     def _rank(self, graph: ExpandedGraph, ctx: MethodContext, prior: PatternPrior | None) -> list[RankedAnswer]:
         ranked, _ = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)),
-                                      pattern_prior=prior)
+                                      pattern_prior=prior, statement_counts=ctx.kg.statement_counts)
         return ranked
 
     def _answer_types(self, scorer_embedder: Any) -> tuple[AnswerTypes, Any]:
@@ -518,6 +526,7 @@ class FoG(KGQAMethod):
         ctx.trace.add("fog.answer", mode="graph", source=source, answers=[i.name for i in items][:20],
                       pattern=pattern, potential=potential, paths=paths[:5], fallback=fallback,
                       scores=[round(a.score, 4) for a in ranked[:10]], support=[a.support for a in ranked[:10]],
+                      records=[a.records for a in ranked[:10]],
                       reason=None if items else "no path from a topic ends at a named entity or a value")
         if not items:  # nothing the KG supports: no answer, and no grounding credit for it
             return Prediction(grounding=Grounding.PARAMETRIC, evidence=evidence)

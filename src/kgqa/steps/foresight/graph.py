@@ -20,6 +20,7 @@ and node left out, so a run reports what the caps cost.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -34,6 +35,8 @@ Orientation = Literal["layered", "shortest"]
 ScoreBatch = Callable[[list[Triple], np.ndarray, np.ndarray], tuple[np.ndarray, Any]]
 #: a factor in [0, 1] for an answer pattern ((relation, backward) per hop): how well its end fits the question
 PatternPrior = Callable[[tuple[tuple[str, bool], ...]], float]
+#: how often the source asserted each triple (:meth:`kgqa.kg.base.KnowledgeGraph.statement_counts`)
+StatementCounts = Callable[[Sequence[Triple]], list[int]]
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,7 @@ class RankedAnswer:
     support: int  # simple paths of the answer's pattern ending at it
     path: Path
     pattern: tuple[tuple[str, bool], ...]  # (relation, backward) per hop of its best path
+    records: int = 1  # the same walks counted through the source's statements (see rank_answers)
 
 
 def pattern_name(pattern: Sequence[tuple[str, bool]]) -> str:
@@ -294,7 +298,8 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
                  within: Literal["potential", "expanded"] = "potential",
                  combine: Literal["product", "min", "min_last"] = "product",
                  simple: bool = True, continuation: Literal["path", "pattern"] = "path",
-                 pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
+                 pattern_prior: PatternPrior | None = None,
+                 statement_counts: StatementCounts | None = None) -> tuple[list[RankedAnswer], list[int]]:
     """Answers from the potential subgraph (edges with s_t > ``tau_p``; when no walk from a seed stays in it, from the
     whole re-scored subgraph, so a question always gets the graph's best reading).
 
@@ -311,22 +316,26 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     ending where nothing leads on (a film with no listed director) cannot make an intermediate pattern the answer
     pattern; the answers within the pattern are chosen as before. ``pattern_prior`` (a pattern -> factor in [0, 1])
     multiplies every walk's value before the answer pattern is chosen: what the question says of its answer (an
-    answer-type model, :mod:`kgqa.steps.foresight.answer_types`) against what a pattern's end is. Returns (answers,
-    potential edge indices).
+    answer-type model, :mod:`kgqa.steps.foresight.answer_types`) against what a pattern's end is.
+    ``statement_counts`` (the KG's :meth:`~kgqa.kg.base.KnowledgeGraph.statement_counts`) breaks the ties support
+    leaves: each walk counts as the product of how often the source asserted its edges, so of two answers of a merged
+    entity (MetaQA's remakes of one title) the one asserted for both films ranks first. Returns (answers, potential
+    edge indices).
     """
     potential = [e for e, s in enumerate(graph.scores) if s > tau_p]
     ranked = _rank_over(graph, potential if within == "potential" else list(range(len(graph))), ratio, max_paths,
-                        by_support, answerable, combine, simple, continuation, pattern_prior)
+                        by_support, answerable, combine, simple, continuation, pattern_prior, statement_counts)
     if not ranked and within == "potential":  # no walk from a seed stays above tau_p: read the whole re-scored subgraph instead
         ranked = _rank_over(graph, list(range(len(graph))), ratio, max_paths, by_support, answerable, combine, simple,
-                            continuation, pattern_prior)
+                            continuation, pattern_prior, statement_counts)
     return ranked, potential
 
 
 def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_paths: int, by_support: bool,
                answerable: Callable[[list[str]], set[str]] | None, combine: Literal["product", "min", "min_last"],
                simple: bool, continuation_rule: Literal["path", "pattern"] = "path",
-               pattern_prior: PatternPrior | None = None) -> list[RankedAnswer]:
+               pattern_prior: PatternPrior | None = None,
+               statement_counts: StatementCounts | None = None) -> list[RankedAnswer]:
     paths = simple_paths(graph, potential, max_paths=max_paths, combine="product" if combine == "product" else "min",
                          simple=simple)
     if not paths:
@@ -380,21 +389,34 @@ def _rank_over(graph: ExpandedGraph, potential: list[int], ratio: float, max_pat
         best_value = max(v for v, _, key in scored if key == best_pattern)
     else:
         best_value, _, best_pattern = max(scored, key=lambda item: item[0])
-    per_entity: dict[str, tuple[float, int, Path]] = {}
-    for value, path, key in scored:
-        if key != best_pattern or value < ratio * best_value:
-            continue
+    kept = [(value, path) for value, path, key in scored if key == best_pattern and value >= ratio * best_value]
+    counts = _edge_statement_counts(graph, [path for _, path in kept], statement_counts)
+    per_entity: dict[str, tuple[float, int, Path, int]] = {}
+    for value, path in kept:
         entity = graph.node_entity[path.end]
+        records = math.prod(counts.get(e, 1) for e in path.edges)
         held = per_entity.get(entity)
         if held is None:
-            per_entity[entity] = (value, 1, path)
+            per_entity[entity] = (value, 1, path, records)
         else:
-            per_entity[entity] = (max(held[0], value), held[1] + 1, path if value > held[0] else held[2])
-    ranked = [RankedAnswer(entity, value, support, path, best_pattern)
-              for entity, (value, support, path) in per_entity.items()]
-    key = (lambda a: (-a.support, -a.score, a.entity)) if by_support else (lambda a: (-a.score, a.entity))
+            per_entity[entity] = (max(held[0], value), held[1] + 1, path if value > held[0] else held[2],
+                                  held[3] + records)
+    ranked = [RankedAnswer(entity, value, support, path, best_pattern, records)
+              for entity, (value, support, path, records) in per_entity.items()]
+    key = (lambda a: (-a.support, -a.records, -a.score, a.entity)) if by_support else (lambda a: (-a.score, a.entity))
     ranked.sort(key=key)
     return ranked
+
+
+def _edge_statement_counts(graph: ExpandedGraph, paths: Sequence[Path],
+                           statement_counts: StatementCounts | None) -> dict[int, int]:
+    """How often the source asserted each edge of ``paths`` (edges it asserted once, or a KG without counts: absent).
+    A seed's self-loop is not a statement and counts once."""
+    if statement_counts is None:
+        return {}
+    edges = sorted({e for path in paths for e in path.edges})
+    counts = statement_counts([graph.triples[e] for e in edges])
+    return {e: c for e, c in zip(edges, counts, strict=True) if c > 1}
 
 
 @dataclass(frozen=True)
@@ -415,6 +437,7 @@ class GraphReading:
     simple: bool = False
     by_support: bool = True
     continuation: Literal["path", "pattern"] = "pattern"
+    by_records: bool = True
 
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True,
@@ -428,12 +451,15 @@ class GraphReading:
                       typed_ends=typed_ends, floor_every_layer=floor_every_layer)
 
     def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
-             pattern_prior: PatternPrior | None = None) -> tuple[list[RankedAnswer], list[int]]:
+             pattern_prior: PatternPrior | None = None,
+             statement_counts: StatementCounts | None = None) -> tuple[list[RankedAnswer], list[int]]:
         """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score, path rule and
-        continuation rule (and the question's answer-type prior, when given)."""
+        continuation rule (and the question's answer-type prior, when given; the KG's statement counts as the tie-break
+        after support when given and ``by_records``)."""
         return rank_answers(graph, self.tau_p, ratio=self.ratio, by_support=self.by_support, answerable=answerable,
                             within=self.within, combine=self.combine, simple=self.simple,
-                            continuation=self.continuation, pattern_prior=pattern_prior)
+                            continuation=self.continuation, pattern_prior=pattern_prior,
+                            statement_counts=statement_counts if self.by_records else None)
 
 
 #: the default reading (FoG's defaults)

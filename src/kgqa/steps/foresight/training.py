@@ -875,6 +875,8 @@ def validate_answers(kg: KnowledgeGraph, scorer: ForesightScorer, labels: LabelV
         q = questions[i]
         graph = reading.expand(kg, q.topics, scorer.scorer_for(labels, scorer.questions(labels, [q.text])))
         scorer.propagate(graph)
+        # without the KG's statement counts: they order answers of merged records, not what an epoch learned, and
+        # leaving them out keeps the epoch choice (so the models) of every scorer trained before they existed
         ranked, _ = reading.rank(graph, answerable=lambda ids: set(presentable(kg, ids)))
         for key, value in answer_set_metrics([a.entity for a in ranked], set(q.answers)).items():
             totals[key] += value
