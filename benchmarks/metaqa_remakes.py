@@ -90,13 +90,14 @@ def measure(split: str, data_dir: Path, blocks: dict[str, list[list[tuple[str, s
             continue
         counts["questions on a merged title"] += 1
         gold = set(q.gold_names)
-        asserted = Counter(o for b in film for o in {o for r, o in b if r == relation})
+        answers = [{o for r, o in b if r == relation} for b in film]  # each block's answers
+        asserted = Counter(o for block in answers for o in block)
         if asserted:
             most = max(asserted.values())
             first = {o for o, n in asserted.items() if n == most}
             arbitrary += len(gold & set(asserted)) / len(asserted)
             shared_first += len(gold & first) / len(first)
-        sources = [i for i, b in enumerate(film) if gold <= {o for r, o in b if r == relation}]
+        sources = [i for i, block in enumerate(answers) if gold <= block]
         if len(sources) != 1:
             counts["gold matches several blocks or none"] += 1
             continue

@@ -417,8 +417,8 @@ def test_entities_a_relevant_edge_leads_on_from_are_intermediates_and_support_ra
 
 
 def test_statement_counts_rank_what_merged_remakes_share_first(tmp_path: Path) -> None:
-    # two films titled T (as kb.txt lists remakes: two blocks, merged into one entity); both were written by W, one
-    # also by V; W directed films the 1940 one, while V's film list is longer
+    # two films titled T (as kb.txt lists remakes: two blocks, merged into one entity); both were written by W, the
+    # 2011 one also by V, whom the scorer prefers
     remakes = [("T", "written_by", "W"), ("T", "written_by", "V"),  # 2011 block
                ("T", "written_by", "W"),  # 1940 block: the same statement again
                ("V", "directed", "A"), ("V", "directed", "B"), ("W", "directed", "A")]

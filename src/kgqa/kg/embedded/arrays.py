@@ -317,22 +317,22 @@ class _Adjacency:
     def pair_keys_of(self, node: int) -> list[int]:
         return self._key_v[self._node_ptr_v[node]:self._node_ptr_v[node + 1]].tolist()
 
-    def others(self, node: int, key: int, limit: int) -> list[int]:
-        """Other ends of the edges with pair key ``key`` (which belongs to ``node``), at most ``limit``."""
+    def _pair_range(self, node: int, key: int) -> tuple[int, int]:
+        """Where the edges with pair key ``key`` (which belongs to ``node``) start and end in ``other`` (empty if none)."""
         lo, hi = self._node_ptr_v[node], self._node_ptr_v[node + 1]
         j = bisect.bisect_left(self._key_v, key, lo, hi)
         if j == hi or self._key_v[j] != key:
-            return []
-        start, end = self._ptr_v[j], self._ptr_v[j + 1]
+            return 0, 0
+        return self._ptr_v[j], self._ptr_v[j + 1]
+
+    def others(self, node: int, key: int, limit: int) -> list[int]:
+        """Other ends of the edges with pair key ``key`` (which belongs to ``node``), at most ``limit``."""
+        start, end = self._pair_range(node, key)
         return self._other_v[start:min(end, start + max(limit, 0))].tolist()
 
     def edge_index(self, node: int, key: int, other: int) -> int | None:
         """Where the edge (``node``, pair key ``key``, ``other``) sits in ``other``, or None when there is none."""
-        lo, hi = self._node_ptr_v[node], self._node_ptr_v[node + 1]
-        j = bisect.bisect_left(self._key_v, key, lo, hi)
-        if j == hi or self._key_v[j] != key:
-            return None
-        start, end = self._ptr_v[j], self._ptr_v[j + 1]
+        start, end = self._pair_range(node, key)
         i = bisect.bisect_left(self._other_v, other, start, end)  # other ends are sorted within a pair
         return i if i < end and self._other_v[i] == other else None
 
