@@ -26,7 +26,7 @@ def test_loads_100_questions_without_a_data_dir(monkeypatch: pytest.MonkeyPatch,
     name = f"metaqa-reworded-{hops}hop"
     assert name in dataset_names()
     info = dataset_info(name)
-    assert info.kg == "metaqa" and set(info.splits) == {"test", "dev"}
+    assert info.kg == "metaqa" and set(info.splits) == {"test", "dev", "dev2"}
     questions = _load(hops)
     assert len(questions) == 100 == info.sizes["test"]
     assert len({q.id for q in questions}) == 100
@@ -56,6 +56,29 @@ def test_the_dev_split_has_200_questions_in_other_wordings_over_dev_topics(monke
                        for item in iter_metaqa_questions(metaqa_dir, h, split)}
     for q in dev:
         assert wording_key(q.metadata["raw_text"]) not in test_wordings | metaqa_wordings, q.metadata["raw_text"]
+
+
+@pytest.mark.parametrize("hops", HOPS)
+def test_the_second_dev_split_shares_no_wording_with_anything_kgqa_trains_or_measures_on(
+        monkeypatch: pytest.MonkeyPatch, metaqa_dir: Path, hops: int) -> None:
+    """dev2 (a third author's wordings) is for choosing what should read new wordings: none of its wordings may be
+    one of MetaQA's, of the other reworded splits, or of the templates kgqa's scorers train with."""
+    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+    monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
+    dev2 = load_dataset(f"metaqa-reworded-{hops}hop", split="dev2")
+    assert len(dev2) == 200 == dataset_info(f"metaqa-reworded-{hops}hop").sizes["dev2"]
+    assert {q.metadata["qtype"] for q in dev2} == {item["qtype"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
+    dev_topics = {item["topic"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
+    assert all(q.topic_entities[0].name in dev_topics for q in dev2)
+    known = {wording_key(q.metadata["raw_text"]) for h in HOPS for split in ("test", "dev")
+             for q in load_dataset(f"metaqa-reworded-{h}hop", split=split)}
+    known |= {wording_key(item["question"]) for h in HOPS for split in ("dev", "test")
+              for item in iter_metaqa_questions(metaqa_dir, h, split)}
+    known |= {wording_key(t) for name in ("metaqa", "metaqa_many", "metaqa_many2")
+              for t in ChainTemplates.load(name).wordings()}
+    for q in dev2:
+        assert wording_key(q.metadata["raw_text"]) not in known, q.metadata["raw_text"]
 
 
 def test_no_question_uses_a_metaqa_wording(metaqa_dir: Path) -> None:

@@ -663,10 +663,12 @@ def test_template_wordings_share_no_wording_with_the_reworded_sets() -> None:
     from kgqa.normalize import wording_key
     from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
-    packaged = {name: {wording_key(t) for t in ChainTemplates.load(name).wordings()} for name in ("metaqa", "metaqa_many")}
+    packaged = {name: {wording_key(t) for t in ChainTemplates.load(name).wordings()}
+                for name in ("metaqa", "metaqa_many", "metaqa_many2")}
     assert len(packaged["metaqa_many"]) > 5 * len(packaged["metaqa"])
+    assert packaged["metaqa_many"] < packaged["metaqa_many2"]
     base = Path(reworded.__file__).parent
-    for split in ("test", "dev"):
+    for split in ("test", "dev", "dev2"):
         for hops in (1, 2, 3):
             for q in iter_metaqa_questions(base, hops, split):
                 theirs = wording_key(q["question"])
@@ -675,8 +677,9 @@ def test_template_wordings_share_no_wording_with_the_reworded_sets() -> None:
 
 
 def test_the_many_authors_templates_are_rebuilt_by_their_merge_script(tmp_path: Path) -> None:
-    """``metaqa_many`` is the packaged templates plus four authors' styles (benchmarks/data/fog_many_authors): the
-    merge script, run on those files, writes the packaged file's exact content."""
+    """``metaqa_many`` is the packaged templates plus four authors' styles (benchmarks/data/fog_many_authors), and
+    ``metaqa_many2`` those plus two more: the merge script, run on those files, writes each packaged file's exact
+    content."""
     import subprocess
     import sys
     from importlib import resources
@@ -687,6 +690,13 @@ def test_the_many_authors_templates_are_rebuilt_by_their_merge_script(tmp_path: 
     assert "2204 templates over 49 chains" in done.stdout
     packaged = resources.files("kgqa.steps.foresight.wordings").joinpath("metaqa_many_templates.json")
     assert out.read_text(encoding="utf-8") == packaged.read_text(encoding="utf-8")
+    # metaqa_many2: the same plus the sixteenth session's two authors
+    out2 = tmp_path / "many2.json"
+    done = subprocess.run([sys.executable, str(script), "--out", str(out2), "--also", "style5.json", "--also",
+                           "style6.json"], capture_output=True, text=True, check=True)
+    assert "3110 templates over 49 chains" in done.stdout
+    packaged2 = resources.files("kgqa.steps.foresight.wordings").joinpath("metaqa_many2_templates.json")
+    assert out2.read_text(encoding="utf-8") == packaged2.read_text(encoding="utf-8")
 
 
 def test_a_bad_template_wordings_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -7,6 +7,10 @@ dropped, and so is a repeat. Prints what each file added and what was dropped; w
 packaged ``metaqa_many`` (``src/kgqa/steps/foresight/wordings/metaqa_many_templates.json``; a test checks it).
 
     python benchmarks/data/fog_many_authors/merge_templates.py --out /tmp/many.json
+
+``--also FILE`` (repeatable) merges more style files after the four, in order: the sixteenth session's two authors
+(``style5.json`` conversational, ``style6.json`` written; same brief, neither had read any reworded question) make
+the packaged ``metaqa_many2`` (``--also style5.json --also style6.json``).
 """
 
 from __future__ import annotations
@@ -32,19 +36,20 @@ def reworded_questions(split: str, hops: int) -> Iterator[dict[str, Any]]:
 
 
 def reworded_wordings() -> set[str]:
-    return {wording_key(q["question"]) for split in ("dev", "test") for hops in (1, 2, 3)
+    return {wording_key(q["question"]) for split in ("dev", "dev2", "test") for hops in (1, 2, 3)
             for q in reworded_questions(split, hops)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="template file to write (JSON)")
+    parser.add_argument("--also", action="append", default=[], help="another style file (in this folder) to merge")
     args = parser.parse_args()
     theirs = reworded_wordings()
     packaged = ChainTemplates.load("metaqa")
     merged = {",".join(str(h) for h in chain): list(texts) for chain, texts in packaged.templates.items()}
     dropped: list[str] = []
-    for name in STYLES:
+    for name in (*STYLES, *args.also):
         written = json.loads((HERE / name).read_text(encoding="utf-8"))
         if set(written) != set(merged):
             raise SystemExit(f"{name}: its chains differ from the packaged file's: {sorted(set(written) ^ set(merged))}")

@@ -710,15 +710,16 @@ register_dataset(DatasetInfo(
 for _hops in (1, 2, 3):
     register_dataset(DatasetInfo(
         name=f"metaqa-reworded-{_hops}hop",
-        description=f"MetaQA {_hops}-hop questions in kgqa's own wordings (test: 100 over test topics; dev: 200 over "
-                    "dev topics, in another author's wordings), answers from the gold chains on kb.txt; shipped with "
-                    "kgqa (the KG is still MetaQA's)",
+        description=f"MetaQA {_hops}-hop questions in kgqa's own wordings (test: 100 over test topics; dev and dev2: "
+                    "200 each over dev topics, each in another author's wordings), answers from the gold chains on "
+                    "kb.txt; shipped with kgqa (the KG is still MetaQA's)",
         kg="metaqa",
         files={"test": (f"{_hops}-hop/qa_test.txt", f"{_hops}-hop/qa_test_qtype.txt"),
-               "dev": (f"{_hops}-hop/qa_dev.txt", f"{_hops}-hop/qa_dev_qtype.txt")},
+               "dev": (f"{_hops}-hop/qa_dev.txt", f"{_hops}-hop/qa_dev_qtype.txt"),
+               "dev2": (f"{_hops}-hop/qa_dev2.txt", f"{_hops}-hop/qa_dev2_qtype.txt")},
         source="written for kgqa (src/kgqa/data/metaqa_reworded, CC0; topics and types sampled from MetaQA test "
                "and dev)",
-        sizes={"test": 100, "dev": 200},
+        sizes={"test": 100, "dev": 200, "dev2": 200},
         loader=_load_metaqa,
         options={"hops": _hops, "packaged": "kgqa.data.metaqa_reworded"},
     ))
