@@ -8,14 +8,16 @@ an actor starred in, MetaQA's ``actor_to_movie_to_director``).
 
 Where the phrase table (:mod:`kgqa.steps.foresight.wordings`) composes noun phrases, templates carry whole frames:
 relative clauses ("whoever wrote"), passives, possessives and imperatives that nesting phrases cannot write.
-Two files are packaged (a test checks that neither shares a wording with the reworded evaluation sets,
-``metaqa-reworded-*``, test and dev):
+Three files are packaged (a test checks that none shares a wording with the reworded evaluation sets,
+``metaqa-reworded-*``, test, dev and dev2):
 
 - ``metaqa`` (282 templates) was written for kgqa by an author who had not seen the reworded sets nor the phrase table.
 - ``metaqa_many`` (2,204) adds to it four authors' styles (``benchmarks/data/fog_many_authors/``; its
   ``merge_templates.py`` rebuilds this file, and a test checks that it does). Their brief was written by someone who
   had read the reworded dev misses, so its closeness to the reworded test split is measured and disclosed
   (docs/fog.md, "December 5, the thirteenth session").
+- ``metaqa_many2`` (3,110) adds two more authors (``style5.json`` conversational, ``style6.json`` written; the
+  sixteenth session), briefed with the chain descriptions alone; ``merge_templates.py --also`` rebuilds it.
 
 kgqa's addition to FoG's training (``kgqa train fog --template-wordings metaqa``; docs/fog.md).
 """
@@ -52,7 +54,7 @@ class ChainTemplates:
 
     @classmethod
     def load(cls, spec: str) -> ChainTemplates:
-        """A packaged file by name (``metaqa``: ``metaqa_templates.json``; ``metaqa_many``) or a JSON file by path."""
+        """A packaged file by name (``metaqa``: ``metaqa_templates.json``; ``metaqa_many``, ``metaqa_many2``) or a JSON file by path."""
         from kgqa.steps.foresight.wordings import read_wordings_file
 
         text, name = read_wordings_file(spec, SUFFIX, "template wordings", "file")
