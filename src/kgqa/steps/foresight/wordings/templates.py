@@ -54,7 +54,8 @@ class ChainTemplates:
 
     @classmethod
     def load(cls, spec: str) -> ChainTemplates:
-        """A packaged file by name (``metaqa``: ``metaqa_templates.json``; ``metaqa_many``, ``metaqa_many2``) or a JSON file by path."""
+        """A packaged file by name (``metaqa``: ``metaqa_templates.json``; ``metaqa_many``, ``metaqa_many2``) or a
+        JSON file by path."""
         from kgqa.steps.foresight.wordings import read_wordings_file
 
         text, name = read_wordings_file(spec, SUFFIX, "template wordings", "file")
