@@ -5,6 +5,7 @@ trained on real (hashing) sentence vectors, saved and loaded, and ``kgqa train a
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,24 @@ def test_the_focus_phrase_is_the_wh_word_and_its_words_or_an_imperative_opening(
     assert focus_phrase("who") == "who" and focus_phrase("") == ""
 
 
+def test_the_clause_rule_reads_a_request_or_a_question_word_where_a_clause_opens() -> None:
+    clause = partial(focus_phrase, rule="clause")
+    # a request verb after polite words, or opening a later clause; a relative "which" is not the question word
+    assert clause("Kindly identify the films for which X is credited as a screenwriter.") == "identify the films for which"
+    assert focus_phrase("Kindly identify the films for which X is credited as a screenwriter.") == "which X is credited"
+    assert clause("For the movies X made, name the writers.") == "name the writers"
+    assert clause("Could you please list the cast of X?") == "list the cast of X"
+    # a wh-word opening a clause comes before one ending the question; one ending it still counts
+    assert clause("What kind of movie is X, like comedy or what?") == "What kind of movie"
+    assert clause("X's cast also appeared in films directed by whom?") == "films directed by whom"
+    # neither: the first rule
+    assert clause("X starred in which movies") == "which movies" == focus_phrase("X starred in which movies")
+    assert clause("Did the guy who wrote X write anything else?") == "who wrote X write"
+    assert clause("") == ""
+    with pytest.raises(ConfigError, match="focus phrase rule 'last'"):
+        focus_phrase("who", rule="last")
+
+
 def test_a_model_reading_the_focus_phrase_reads_it_after_a_save_and_older_models_do_not(kg: EmbeddedKG,
                                                                                         tmp_path: Path) -> None:
     embedder = HashingEmbedder(64)
@@ -100,6 +119,18 @@ def test_a_model_reading_the_focus_phrase_reads_it_after_a_save_and_older_models
     assert again.features == ("sentence", "focus")
     assert np.allclose(again.probabilities(embedder, new, mentions), focused_read, atol=1e-6)
     assert AnswerTypes.load(tmp_path / "plain").features == ("sentence",)
+
+    # the clause rule is its own feature: a model stores it and reads the phrase by it, older models by theirs
+    clausal = train_answer_types(kg, questions, embedder, seed=2, epochs=200, focus=True, focus_rule="clause")
+    assert clausal.features == ("sentence", "focus_clause")
+    polite = "Please name the directors of [Heat]"
+    assert clausal.focus(polite, ["Heat"]) == "name the directors of X"
+    assert focused.focus(polite, ["Heat"]) == "Please name the directors of"
+    assert plain.focus(polite, ["Heat"]) is None
+    clausal.save(tmp_path / "clausal")
+    assert AnswerTypes.load(tmp_path / "clausal").features == ("sentence", "focus_clause")
+    with pytest.raises(ConfigError, match="focus rule 'last'"):
+        train_answer_types(kg, questions, embedder, seed=2, epochs=200, focus=True, focus_rule="last")
 
     data = json.loads((tmp_path / "focused" / FILE).read_text(encoding="utf-8"))
     data["features"] = ["sentence", "mood"]

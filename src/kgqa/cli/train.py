@@ -262,6 +262,9 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--focus-phrase/--no-focus-phrase", "focus", default=False, show_default=True,
               help="Also read each question's focus phrase (its wh-word and the words around it) beside the whole "
                    "sentence.")
+@click.option("--focus-rule", type=click.Choice(["first", "clause"]), default="first", show_default=True,
+              help="How --focus-phrase finds the phrase: the first wh-word (first), or a request verb or wh-word "
+                   "where a clause opens (clause).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
@@ -269,7 +272,7 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
                                kg_spec: str | None, encoder: str | None, composed_wordings: str,
                                template_wordings: str, containment: float, question_weight: float,
-                               focus: bool, seed: int, data_dir: str | None, out_dir: str) -> None:
+                               focus: bool, focus_rule: str, seed: int, data_dir: str | None, out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
     import random
@@ -330,7 +333,8 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
     try:
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
                                    copies=copies, seed=seed, containment=containment,
-                                   question_weight=question_weight, focus=focus, progress=say)
+                                   question_weight=question_weight, focus=focus, focus_rule=focus_rule,
+                                   progress=say)
     finally:
         kg.close()
     command = _command_line("kgqa train answer-types")

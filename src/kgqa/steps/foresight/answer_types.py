@@ -54,9 +54,18 @@ from kgqa.normalize import unmark_mentions
 FILE = "answer_types.json"
 MASK = "X"
 #: what a classifier reads of a question: its whole sentence, and optionally its focus phrase (:func:`focus_phrase`)
-FEATURES = ("sentence", "focus")
+FEATURES = ("sentence", "focus", "focus_clause")
+#: how a model picks its focus phrase: the feature it stores for each rule of :func:`focus_phrase`
+FOCUS_RULES = {"first": "focus", "clause": "focus_clause"}
 _WH_WORDS = frozenset({"who", "whom", "whose", "what", "which", "when", "where", "how"})
 _FOCUS_WORDS = 4
+#: verbs that open a request ("Name the writers of ...", "kindly identify the films ...")
+_IMPERATIVES = frozenset({"name", "list", "identify", "give", "tell", "show", "find", "provide", "specify", "state",
+                          "enumerate", "mention", "say", "share", "point", "cite", "pick", "recommend", "suggest",
+                          "get", "fetch", "return", "display", "report", "indicate", "reveal", "describe"})
+#: words a polite request may open with before its verb ("could you please list ...")
+_POLITE = frozenset({"please", "kindly", "could", "can", "would", "will", "you", "i'd", "id", "like", "i", "want",
+                     "to", "me", "us", "just", "now", "also", "pls"})
 #: (relation, backward): how a walk reaches an entity, as FoG's patterns write a hop
 End = tuple[str, bool]
 
@@ -83,11 +92,23 @@ def mask_mentions(text: str, mentions: Sequence[str]) -> str:
     return out
 
 
-def focus_phrase(text: str) -> str:
+def focus_phrase(text: str, rule: str = "first") -> str:
     """The words of a question that say what it asks for: its first wh-word and the three words after it ("which
     writers penned movies"), or the three words before it when it ends the question ("films directed by whom");
     without a wh-word (an imperative, "Name the writers of ...") its first five words. Read beside the sentence
-    because a sentence vector of "which writers penned movies featuring X" leans to the films it mentions most."""
+    because a sentence vector of "which writers penned movies featuring X" leans to the films it mentions most.
+
+    ``rule="clause"`` (models that store the ``focus_clause`` feature) looks at clause starts first: a request verb
+    opening the question or a clause, after polite words ("Kindly identify the films for which ...", "For the movies
+    X made, name the writers") gives the verb and the four words after it, and a wh-word counts only where it opens
+    a clause or ends the question, so a relative "which" / "who" inside a clause is not taken for the question word;
+    with neither, the first rule."""
+    if rule == "clause":
+        found = _clause_focus(text)
+        if found is not None:
+            return found
+    elif rule != "first":
+        raise ConfigError(f"focus phrase rule {rule!r}: known rules are {', '.join(FOCUS_RULES)}")
     words = re.findall(r"[A-Za-z0-9']+", text)
     for i, word in enumerate(words):
         if word.lower() in _WH_WORDS:
@@ -97,9 +118,28 @@ def focus_phrase(text: str) -> str:
     return " ".join(words[:_FOCUS_WORDS + 1])
 
 
+def _clause_focus(text: str) -> str | None:
+    """The clause rule of :func:`focus_phrase`: a request verb or a wh-word where a clause opens (or a wh-word that
+    ends the question); None when no clause opens with either."""
+    clauses = [re.findall(r"[A-Za-z0-9']+", part) for part in re.split(r"[,;:]", text)]
+    for words in clauses:
+        i = 0
+        while i < len(words) and words[i].lower() in _POLITE:
+            i += 1
+        if i < len(words) and words[i].lower() in _IMPERATIVES:  # as many words as the first rule's imperative
+            return " ".join(words[i:i + _FOCUS_WORDS + 1])
+        if words and words[0].lower() in _WH_WORDS:
+            return " ".join(words[:_FOCUS_WORDS])
+    every = [w for words in clauses for w in words]
+    if every and every[-1].lower() in _WH_WORDS:  # "... directed by whom?"
+        return " ".join(every[max(0, len(every) - _FOCUS_WORDS):])
+    return None
+
+
 def question_vectors(embedder: Any, masked: Sequence[str], features: Sequence[str]) -> np.ndarray:
     """One row per (already masked) question: the embeddings of ``features`` side by side (one embedding call)."""
-    texts = [t if feature == "sentence" else focus_phrase(t) for feature in features for t in masked]
+    rules = {feature: rule for rule, feature in FOCUS_RULES.items()}
+    texts = [t if feature == "sentence" else focus_phrase(t, rules[feature]) for feature in features for t in masked]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     return np.concatenate(np.split(vectors, len(features)), axis=1)
 
@@ -219,7 +259,10 @@ class AnswerTypes:
 
     def focus(self, text: str, mentions: Sequence[str]) -> str | None:
         """The focus phrase this model reads of a question (its mentions masked); None when it reads none."""
-        return focus_phrase(mask_mentions(text, mentions)) if "focus" in self.features else None
+        for rule, feature in FOCUS_RULES.items():
+            if feature in self.features:
+                return focus_phrase(mask_mentions(text, mentions), rule)
+        return None
 
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text."""
@@ -356,14 +399,16 @@ def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random
 def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: Any, *, encoder: str | None = None,
                        copies: Sequence[str] = (), seed: int = 0, epochs: int = 300, lr: float = 0.05,
                        samples_per_end: int = 200, containment: float = 0.7, question_weight: float = 1.0,
-                       focus: bool = False, progress: Callable[[str], None] | None = None) -> AnswerTypes:
+                       focus: bool = False, focus_rule: str = "first",
+                       progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
     same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
     spec, recorded so the model can load it again (default: its name). The topic head learns the type where each
     question's chain starts, from the same vectors; the junctions are measured on the same samples as the types.
     ``question_weight``: how much a question in its own wording weighs in the loss against one copy. With ``focus``
-    both heads read the question's :func:`focus_phrase` beside its sentence. Seeded; full-batch Adam, cross-entropy."""
+    both heads read the question's :func:`focus_phrase` (by ``focus_rule``, "first" or "clause") beside its sentence.
+    Seeded; full-batch Adam, cross-entropy."""
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
@@ -394,7 +439,9 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     topic_classes = sorted({kind for kind in starts if kind is not None})
     texts = [mask_mentions(q.text, q.mentions) for q in questions]
     texts += [mask_mentions(c, questions[i % len(questions)].mentions) for i, c in enumerate(copies)]
-    features = FEATURES if focus else ("sentence",)
+    if focus_rule not in FOCUS_RULES:
+        raise ConfigError(f"answer types: focus rule {focus_rule!r}; known rules are {', '.join(FOCUS_RULES)}")
+    features = ("sentence", FOCUS_RULES[focus_rule]) if focus else ("sentence",)
     say(f"embedding {len(texts)} question texts ({', '.join(features)})")
     vectors = question_vectors(embedder, texts, features)
     labels = [classes.index(types[hop_end(q.chain[-1])]) for q in questions] * (blocks + 1)
