@@ -42,15 +42,22 @@ def test_loads_100_questions_without_a_data_dir(monkeypatch: pytest.MonkeyPatch,
     assert len(load_dataset(f"metaqa-reworded-{hops}hop", limit=7)) == 7
 
 
+def _load_dev_split(metaqa_dir: Path, hops: int, split: str) -> list[Question]:
+    """A dev split of the packaged sets, checked: 200 questions, every MetaQA dev type, topics from MetaQA dev."""
+    questions = load_dataset(f"metaqa-reworded-{hops}hop", split=split)
+    assert len(questions) == 200 == dataset_info(f"metaqa-reworded-{hops}hop").sizes[split]
+    dev = list(iter_metaqa_questions(metaqa_dir, hops, "dev"))
+    assert {q.metadata["qtype"] for q in questions} == {item["qtype"] for item in dev}
+    dev_topics = {item["topic"] for item in dev}
+    assert all(q.topic_entities[0].name in dev_topics for q in questions)
+    return questions
+
+
 @pytest.mark.parametrize("hops", HOPS)
 def test_the_dev_split_has_200_questions_in_other_wordings_over_dev_topics(monkeypatch: pytest.MonkeyPatch,
                                                                            metaqa_dir: Path, hops: int) -> None:
     monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
-    dev = load_dataset(f"metaqa-reworded-{hops}hop", split="dev")
-    assert len(dev) == 200 == dataset_info(f"metaqa-reworded-{hops}hop").sizes["dev"]
-    assert {q.metadata["qtype"] for q in dev} == {item["qtype"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
-    dev_topics = {item["topic"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
-    assert all(q.topic_entities[0].name in dev_topics for q in dev)
+    dev = _load_dev_split(metaqa_dir, hops, "dev")
     test_wordings = {wording_key(q.metadata["raw_text"]) for h in HOPS for q in _load(h)}
     metaqa_wordings = {wording_key(item["question"]) for h in HOPS for split in ("dev", "test")
                        for item in iter_metaqa_questions(metaqa_dir, h, split)}
@@ -66,11 +73,7 @@ def test_the_second_dev_split_shares_no_wording_with_anything_kgqa_trains_or_mea
     from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
     monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
-    dev2 = load_dataset(f"metaqa-reworded-{hops}hop", split="dev2")
-    assert len(dev2) == 200 == dataset_info(f"metaqa-reworded-{hops}hop").sizes["dev2"]
-    assert {q.metadata["qtype"] for q in dev2} == {item["qtype"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
-    dev_topics = {item["topic"] for item in iter_metaqa_questions(metaqa_dir, hops, "dev")}
-    assert all(q.topic_entities[0].name in dev_topics for q in dev2)
+    dev2 = _load_dev_split(metaqa_dir, hops, "dev2")
     known = {wording_key(q.metadata["raw_text"]) for h in HOPS for split in ("test", "dev")
              for q in load_dataset(f"metaqa-reworded-{h}hop", split=split)}
     known |= {wording_key(item["question"]) for h in HOPS for split in ("dev", "test")
