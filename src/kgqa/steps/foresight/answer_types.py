@@ -54,9 +54,10 @@ from kgqa.normalize import unmark_mentions
 FILE = "answer_types.json"
 MASK = "X"
 #: what a classifier reads of a question: its whole sentence, and optionally its focus phrase (:func:`focus_phrase`)
-FEATURES = ("sentence", "focus", "focus_clause")
 #: how a model picks its focus phrase: the feature it stores for each rule of :func:`focus_phrase`
 FOCUS_RULES = {"first": "focus", "clause": "focus_clause"}
+_RULE_OF_FEATURE = {feature: rule for rule, feature in FOCUS_RULES.items()}
+FEATURES = ("sentence", *FOCUS_RULES.values())
 _WH_WORDS = frozenset({"who", "whom", "whose", "what", "which", "when", "where", "how"})
 _FOCUS_WORDS = 4
 #: verbs that open a request ("Name the writers of ...", "kindly identify the films ...")
@@ -138,8 +139,8 @@ def _clause_focus(text: str) -> str | None:
 
 def question_vectors(embedder: Any, masked: Sequence[str], features: Sequence[str]) -> np.ndarray:
     """One row per (already masked) question: the embeddings of ``features`` side by side (one embedding call)."""
-    rules = {feature: rule for rule, feature in FOCUS_RULES.items()}
-    texts = [t if feature == "sentence" else focus_phrase(t, rules[feature]) for feature in features for t in masked]
+    texts = [t if feature == "sentence" else focus_phrase(t, _RULE_OF_FEATURE[feature])
+             for feature in features for t in masked]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     return np.concatenate(np.split(vectors, len(features)), axis=1)
 
@@ -259,10 +260,8 @@ class AnswerTypes:
 
     def focus(self, text: str, mentions: Sequence[str]) -> str | None:
         """The focus phrase this model reads of a question (its mentions masked); None when it reads none."""
-        for rule, feature in FOCUS_RULES.items():
-            if feature in self.features:
-                return focus_phrase(mask_mentions(text, mentions), rule)
-        return None
+        rule = next((_RULE_OF_FEATURE[f] for f in self.features if f in _RULE_OF_FEATURE), None)
+        return None if rule is None else focus_phrase(mask_mentions(text, mentions), rule)
 
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text."""
