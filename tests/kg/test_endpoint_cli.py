@@ -366,6 +366,27 @@ def test_virtuoso_settings_follow_the_tuning_guide() -> None:
     assert two.max_query_execution_time_s == 0  # Virtuoso's timeout returns partial results with HTTP 200
 
 
+def test_a_starting_server_with_no_command_line_yet_is_alive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Right after posix_spawn the kernel can show a new program's command line empty (its arguments not yet mapped);
+    that read is injected here, on a real child that names the directory: it is the server, still starting.
+    A live process that does not name the directory (a recycled pid) and an exited one are not."""
+    import kgqa.kg.endpoint as endpoint
+    from kgqa.kg.endpoint import EndpointState
+
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(tmp_path)])
+    try:
+        real = endpoint._proc_cmdline
+        empty_reads = iter(["", ""])
+        monkeypatch.setattr(endpoint, "_proc_cmdline", lambda pid: next(empty_reads, real(pid)))
+        assert server_alive(EndpointState(engine="oxigraph", dir=str(tmp_path), pid=server.pid))
+        assert next(empty_reads, "done") == "done"  # both empty reads were consumed before the real one
+        assert not server_alive(EndpointState(engine="oxigraph", dir=str(tmp_path / "other"), pid=server.pid))
+    finally:
+        server.kill()
+        server.wait()
+    assert not server_alive(EndpointState(engine="oxigraph", dir=str(tmp_path), pid=server.pid))
+
+
 def test_oxigraph_is_found_beside_python_when_not_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     beside = Path(sys.executable).parent / "oxigraph"
     if not beside.is_file():

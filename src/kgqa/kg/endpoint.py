@@ -149,6 +149,10 @@ def load_state(directory: str | os.PathLike[str]) -> EndpointState:
 # Processes
 
 
+#: how long :func:`server_alive` reads an empty command line again before it takes the pid for another process
+_CMDLINE_WAIT_S = 1.0
+
+
 def _proc_cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -185,6 +189,12 @@ def server_alive(state: EndpointState) -> bool:
     if _is_zombie(state.pid):
         return False
     cmdline = _proc_cmdline(state.pid)
+    deadline = time.monotonic() + _CMDLINE_WAIT_S
+    while not cmdline and time.monotonic() < deadline and not _is_zombie(state.pid):
+        # Right after posix_spawn returns, the new program's arguments may not be mapped yet and the kernel shows an
+        # empty command line (a start-up check once took a starting Virtuoso for dead): read again, briefly.
+        time.sleep(0.01)
+        cmdline = _proc_cmdline(state.pid)
     return bool(cmdline) and state.dir in cmdline
 
 
