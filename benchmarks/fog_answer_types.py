@@ -10,8 +10,9 @@ the answer-type model saw.
     python benchmarks/fog_answer_types.py --kg /work/kgs/metaqa --data-dir ../shared/data \\
         --scorer /work/models/fog-c --answer-types /work/models/types-c --hops 2 [--reworded]
 
-Writes ``benchmarks/results/{name}_{split}_{hops}.{json,md}`` (``--out-dir``, ``--name``; split is ``dev`` or
-``reworded``): per hop and weight Hits@1, hit and misses, and each question whose hit changed with the weight chosen.
+Writes ``benchmarks/results/{name}_{split}_{hops}.{json,md}`` (``--out-dir``, ``--name``, kept as it is when it
+already ends so; split is ``dev`` or ``reworded``): per hop and weight Hits@1, hit and misses, and each question
+whose hit changed with the weight chosen.
 """
 
 from __future__ import annotations
@@ -184,7 +185,8 @@ def main() -> None:
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "argv": sys.argv[1:], "split": split}
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.name}_{split}_{''.join(str(k) for k in hops)}"
+    suffix = f"_{split}_{''.join(str(k) for k in hops)}"
+    stem = args.name if args.name.endswith(suffix) else args.name + suffix  # a name that says it is not doubled
     (out_dir / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n",
                                           encoding="utf-8")
     what = "reworded test sets" if args.reworded else "MetaQA dev questions no scorer member saw"
