@@ -265,6 +265,14 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 @click.option("--focus-rule", type=click.Choice(["first", "clause"]), default="first", show_default=True,
               help="How --focus-phrase finds the phrase: the first wh-word (first), or a request verb or wh-word "
                    "where a clause opens (clause).")
+@click.option("--fine-tune/--no-fine-tune", "fine_tune", default=False, show_default=True,
+              help="Also fine-tune a copy of the encoder to read the answer type in place of the answer head "
+                   "(minilm or st:FOLDER; the copy is saved in OUT/reader).")
+@click.option("--fine-tune-wordings", default=None, metavar="TEMPLATES",
+              help="With --fine-tune: templates the reader also learns from, every template once (metaqa_many2, a "
+                   "JSON file, or none; default: --template-wordings).")
+@click.option("--fine-tune-epochs", type=int, default=2, show_default=True, help="With --fine-tune: epochs.")
+@click.option("--fine-tune-lr", type=float, default=5e-5, show_default=True, help="With --fine-tune: learning rate.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data-dir", default=None, type=click.Path(file_okay=False),
               help="Benchmark data directory (default: KGQA_DATA_DIR or the config's data_dir).")
@@ -272,21 +280,30 @@ def train_fog(datasets: tuple[str, ...], split: str, kg_spec: str | None, out_di
 def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str | None, limit: int | None,
                                kg_spec: str | None, encoder: str | None, composed_wordings: str,
                                template_wordings: str, containment: float, question_weight: float,
-                               focus: bool, focus_rule: str, seed: int, data_dir: str | None, out_dir: str) -> None:
+                               focus: bool, focus_rule: str, fine_tune: bool, fine_tune_wordings: str | None,
+                               fine_tune_epochs: int, fine_tune_lr: float, seed: int, data_dir: str | None,
+                               out_dir: str) -> None:
     """Train FoG's answer-type prior: the types of the KG's relation ends and a classifier of the type a question
     asks for (kgqa's addition; use with --method-config answer_types=OUT; docs/fog.md)."""
     import random
 
     from kgqa.eval.gold_paths import training_questions
     from kgqa.kg import open_kg
-    from kgqa.steps.foresight.answer_types import train_answer_types
+    from kgqa.steps.foresight.answer_types import MASK, hop_end, train_answer_types
     from kgqa.steps.foresight.training import composed_copies, template_copies
+    from kgqa.steps.foresight.type_reader import ReaderSettings, transformer_path
     from kgqa.text import load_embedder
 
     if not 0 < containment <= 1:
         raise ConfigError(f"--containment must be in (0, 1], got {containment}")
     if question_weight <= 0:
         raise ConfigError(f"--question-weight must be positive, got {question_weight}")
+    reader = None
+    if fine_tune:
+        reader = ReaderSettings(epochs=fine_tune_epochs, lr=fine_tune_lr, seed=seed)
+        reader.check()
+    elif fine_tune_wordings is not None:
+        raise ConfigError("--fine-tune-wordings needs --fine-tune")
     out = _new_out_dir(out_dir)
     wanted: set[str] | None = None
     if like:
@@ -318,6 +335,17 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
         from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
         ChainTemplates.load(templates)
+    reader_templates = templates if fine_tune_wordings is None else (
+        None if fine_tune_wordings.lower() == "none" else fine_tune_wordings)
+    reader_wordings = []
+    if reader is not None:
+        transformer_path(encoder or "minilm")  # a clear error before minutes of embedding
+        if reader_templates:
+            from kgqa.steps.foresight.wordings.templates import ChainTemplates
+
+            reader_wordings = [(text.replace("{topic}", MASK), hop_end(chain[-1]))
+                               for chain, options in ChainTemplates.load(reader_templates).templates.items()
+                               for text in options]
     spec = _kg_spec(kg_spec)
     say = _reporter("train answer-types")
 
@@ -334,13 +362,14 @@ def train_answer_types_command(datasets: tuple[str, ...], split: str, like: str 
         model = train_answer_types(kg, questions, load_embedder(encoder or "minilm"), encoder=encoder or "minilm",
                                    copies=copies, seed=seed, containment=containment,
                                    question_weight=question_weight, focus=focus, focus_rule=focus_rule,
-                                   progress=say)
+                                   reader=reader, reader_wordings=reader_wordings, progress=say)
     finally:
         kg.close()
     command = _command_line("kgqa train answer-types")
     model.meta["trained_on"] = {"command": command, "datasets": list(datasets), "split": split, "kg": spec,
                                 "like": like, "composed_wordings": table,
                                 "template_wordings": templates, "kgqa_commit": _commit(),
+                                **({"reader_wordings": reader_templates} if reader is not None else {}),
                                 "seconds": round(time.perf_counter() - started, 1)}
     model.save(out)
     click.echo(f"wrote {out} ({model.meta['trained_on']['seconds']:.0f} s); use it with --method fog "

@@ -480,6 +480,8 @@ class FoG(KGQAMethod):
         if topic is not None and types.topic_classes is not None:
             extra["topic"] = types.topic_classes[int(topic.argmax())]
             extra["topic_p"] = {c: round(float(p), 4) for c, p in zip(types.topic_classes, topic, strict=True)}
+        if types.reader is not None:
+            extra["reader"] = True  # the answer type read by the fine-tuned encoder, not the answer head
         ctx.trace.add("fog.answer_types", best=types.classes[int(probabilities.argmax())],
                       p={c: round(float(p), 4) for c, p in zip(types.classes, probabilities, strict=True)},
                       junctions=bool(types.junctions) and cfg.answer_type_junctions, **extra)

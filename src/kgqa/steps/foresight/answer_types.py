@@ -50,6 +50,7 @@ import numpy as np
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, KnowledgeGraph
 from kgqa.normalize import unmark_mentions
+from kgqa.steps.foresight.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 
 FILE = "answer_types.json"
 MASK = "X"
@@ -247,6 +248,8 @@ class AnswerTypes:
     junctions: dict[tuple[End, End], float] = field(default_factory=dict)
     #: what the heads read of a question (:data:`FEATURES`); models trained before the focus phrase read the sentence
     features: tuple[str, ...] = ("sentence",)
+    #: a fine-tuned encoder reading the answer type in place of the answer head (None: the head reads it)
+    reader: TypeReader | None = None
 
     def _vectors(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         if getattr(embedder, "name", self.embedder_name) != self.embedder_name:
@@ -264,7 +267,10 @@ class AnswerTypes:
         return None if rule is None else focus_phrase(mask_mentions(text, mentions), rule)
 
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
-        """P(class | question) for each text (its mentions masked), one row per text."""
+        """P(class | question) for each text (its mentions masked), one row per text: the reader's when the model has
+        one, else the answer head's."""
+        if self.reader is not None:
+            return self.reader.probabilities([mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)])
         return _softmax(self._vectors(embedder, texts, mentions), self.weight, self.bias)
 
     def read(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]
@@ -274,6 +280,9 @@ class AnswerTypes:
         topic = None
         if self.topic_weight is not None and self.topic_bias is not None:
             topic = _softmax(vectors, self.topic_weight, self.topic_bias)
+        if self.reader is not None:
+            masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
+            return self.reader.probabilities(masked), topic
         return _softmax(vectors, self.weight, self.bias), topic
 
     def prior(self, probabilities: np.ndarray, weight: float, *, floor: float = 1e-3,
@@ -332,6 +341,8 @@ class AnswerTypes:
         if self.junctions:
             data["junctions"] = {f"{end_name(a)} {end_name(b)}": share
                                  for (a, b), share in sorted(self.junctions.items())}
+        if self.reader is not None:
+            data["reader"] = self.reader.save(out)
         (out / FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -354,6 +365,7 @@ class AnswerTypes:
             for key, share in (data.get("junctions") or {}).items():
                 a, b = str(key).split()
                 junctions[(parse_end(a), parse_end(b))] = float(share)
+            reader = TypeReader.from_entry(data["reader"], file.parent) if data.get("reader") else None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"answer types {file} cannot be read: {exc}") from None
         unknown = [f for f in features if f not in FEATURES]
@@ -363,11 +375,14 @@ class AnswerTypes:
                 topic_classes is not None and not _agrees(topic_weight, topic_bias, topic_classes, types)) or (
                 topic_weight is not None and topic_weight.shape[1:] != weight.shape[1:]):
             raise ConfigError(f"answer types {file}: weights, classes and types do not agree")
+        if reader is not None and (reader.classes != classes or reader.weight.shape != (len(classes),
+                                                                                         reader.weight.shape[1])):
+            raise ConfigError(f"answer types {file}: the reader's classes do not agree with the model's")
         meta = {k: v for k, v in data.items()
                 if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias", "topic", "junctions",
-                             "features"}}
+                             "features", "reader"}}
         return cls(types, classes, weight, bias, encoder, embedder_name, meta, topic_classes, topic_weight, topic_bias,
-                   junctions, features)
+                   junctions, features, reader)
 
 
 def _agrees(weight: np.ndarray | None, bias: np.ndarray | None, classes: list[str], types: dict[End, str]) -> bool:
@@ -398,7 +413,8 @@ def _ends_around(kg: KnowledgeGraph, entities: Sequence[str], rng: random.Random
 def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: Any, *, encoder: str | None = None,
                        copies: Sequence[str] = (), seed: int = 0, epochs: int = 300, lr: float = 0.05,
                        samples_per_end: int = 200, containment: float = 0.7, question_weight: float = 1.0,
-                       focus: bool = False, focus_rule: str = "first",
+                       focus: bool = False, focus_rule: str = "first", reader: ReaderSettings | None = None,
+                       reader_wordings: Sequence[tuple[str, End]] = (),
                        progress: Callable[[str], None] | None = None) -> AnswerTypes:
     """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
@@ -407,7 +423,10 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     question's chain starts, from the same vectors; the junctions are measured on the same samples as the types.
     ``question_weight``: how much a question in its own wording weighs in the loss against one copy. With ``focus``
     both heads read the question's :func:`focus_phrase` (by ``focus_rule``, "first" or "clause") beside its sentence.
-    Seeded; full-batch Adam, cross-entropy."""
+    Seeded; full-batch Adam, cross-entropy. With ``reader`` a copy of the encoder is fine-tuned to read the answer
+    type (:mod:`~kgqa.steps.foresight.type_reader`) on the same masked texts, each distinct text once with its
+    classes' shares, plus ``reader_wordings`` (masked wordings with the end their chain reaches, e.g. every template
+    of a file once)."""
     say = progress or (lambda _: None)
     if not questions:
         raise ConfigError("answer types: no training questions")
@@ -454,6 +473,15 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
                             len(topic_classes), weights[rows], seed=seed, epochs=epochs, lr=lr)
         say(f"topic head ({len(topic_classes)} types): training loss {topic.loss:.4f}, "
             f"training accuracy {100 * topic.accuracy:.1f}")
+    type_reader = None
+    if reader is not None:
+        extra = [(text, classes.index(types[end])) for text, end in reader_wordings
+                 if types.get(end) in classes]
+        unique, targets = soft_labels([*texts, *(t for t, _ in extra)], [*labels, *(c for _, c in extra)],
+                                      len(classes))
+        say(f"fine-tuning the reader on {len(unique)} distinct texts ({len(extra)} wordings besides the questions "
+            f"and copies)")
+        type_reader = fine_tune_reader(encoder or str(embedder.name), unique, targets, classes, reader, progress=say)
     trained = {"questions": len(questions), "copies": len(copies), "loss": round(head.loss, 5),
                "accuracy": round(head.accuracy, 5), "epochs": epochs, "lr": lr, "seed": seed, "containment": containment,
                "samples_per_end": samples_per_end}
@@ -463,7 +491,7 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
         trained["topic"] = {"loss": round(topic.loss, 5), "accuracy": round(topic.accuracy, 5)}
     return AnswerTypes(types, classes, head.weight, head.bias, encoder or str(embedder.name), str(embedder.name),
                        {"training": trained}, topic_classes if topic else None, topic.weight if topic else None,
-                       topic.bias if topic else None, junctions, features)
+                       topic.bias if topic else None, junctions, features, type_reader)
 
 
 @dataclass(frozen=True)
