@@ -26,10 +26,26 @@ FILM = ["which films did X direct", "what movies did X write", "name the films o
         "what did X direct", "which titles did X write"]
 
 
-def test_soft_labels_keep_each_text_once_with_its_class_shares() -> None:
-    texts, targets = soft_labels(["a", "b", "a", "a"], [0, 1, 1, 0], 2)
-    assert texts == ["a", "b"]
+def test_soft_labels_keep_each_text_once_with_its_class_shares_and_largest_weight() -> None:
+    texts, targets, weights = soft_labels(["a", "b", "a", "a"], [0, 1, 1, 0], 2)
+    assert texts == ["a", "b"] and weights.tolist() == [1.0, 1.0]
     assert np.allclose(targets, [[2 / 3, 1 / 3], [0.0, 1.0]])
+    # a question in its own wording (weight 6) keeps its weight however many copies (weight 1) share its text
+    _, _, weights = soft_labels(["a", "a", "b"], [0, 0, 1], 2, [6.0, 1.0, 1.0])
+    assert weights.tolist() == [6.0, 1.0]
+
+
+def test_a_heavier_text_is_fitted_first() -> None:
+    require_minilm()
+    # two wordings of one text with opposite labels: the weighted one wins
+    texts = ["who made X", "who made X "]  # distinct strings, the same tokens
+    targets = np.asarray([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    settings = ReaderSettings(epochs=3, lr=1e-4, batch_size=2, seed=0)
+    heavy_first = fine_tune_reader("minilm", texts, targets, ["a", "b"], settings, weights=np.asarray([9.0, 1.0]))
+    heavy_second = fine_tune_reader("minilm", texts, targets, ["a", "b"], settings, weights=np.asarray([1.0, 9.0]))
+    assert heavy_first.probabilities(["who made X"])[0].argmax() == 0
+    assert heavy_second.probabilities(["who made X"])[0].argmax() == 1
+    assert heavy_first.meta["training"]["weighted_texts"] == 1  # the one text not weighing 1
 
 
 def test_a_fine_tuned_reader_reads_new_wordings_and_survives_a_save(tmp_path: Path) -> None:

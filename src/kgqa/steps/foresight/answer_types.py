@@ -425,7 +425,8 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     both heads read the question's :func:`focus_phrase` (by ``focus_rule``, "first" or "clause") beside its sentence.
     Seeded; full-batch Adam, cross-entropy. With ``reader`` a copy of the encoder is fine-tuned to read the answer
     type (:mod:`~kgqa.steps.foresight.type_reader`) on the same masked texts, each distinct text once with its
-    classes' shares, plus ``reader_wordings`` (masked wordings with the end their chain reaches, e.g. every template
+    classes' shares and the largest weight of its occurrences (``question_weight`` for a question's own wording), plus
+    ``reader_wordings`` (masked wordings with the end their chain reaches, e.g. every template
     of a file once)."""
     say = progress or (lambda _: None)
     if not questions:
@@ -477,11 +478,12 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     if reader is not None:
         extra = [(text, classes.index(types[end])) for text, end in reader_wordings
                  if types.get(end) in classes]
-        unique, targets = soft_labels([*texts, *(t for t, _ in extra)], [*labels, *(c for _, c in extra)],
-                                      len(classes))
+        unique, targets, text_weights = soft_labels([*texts, *(t for t, _ in extra)], [*labels, *(c for _, c in extra)],
+                                                    len(classes), [*weights.tolist(), *([1.0] * len(extra))])
         say(f"fine-tuning the reader on {len(unique)} distinct texts ({len(extra)} wordings besides the questions "
             f"and copies)")
-        type_reader = fine_tune_reader(encoder or str(embedder.name), unique, targets, classes, reader, progress=say)
+        type_reader = fine_tune_reader(encoder or str(embedder.name), unique, targets, classes, reader,
+                                       weights=text_weights, progress=say)
     trained = {"questions": len(questions), "copies": len(copies), "loss": round(head.loss, 5),
                "accuracy": round(head.accuracy, 5), "epochs": epochs, "lr": lr, "seed": seed, "containment": containment,
                "samples_per_end": samples_per_end}

@@ -5,7 +5,8 @@ sentence vector. On wordings unlike the training ones it reads the words a quest
 words that say what it asks for ("Which filmmakers helmed movies ..." reads as a question about films). A reader
 fine-tunes a copy of the encoder (a transformer: all-MiniLM-L6-v2 by default, or a sentence-transformers model
 given by path) under a linear head, mean-pooled as the encoder pools, on the same masked training texts and soft
-labels, plus every template of a template file once. It replaces only the answer head's probabilities; the topic
+labels (a question in its own wording weighing ``--question-weight`` against a copy, as in the answer head's loss),
+plus every template of a template file once. It replaces only the answer head's probabilities; the topic
 head, the types and the junctions stay as trained (and the triple scorer keeps its frozen encoder, as the paper's).
 
 Measured on the reworded dev splits (docs/fog.md, the seventeenth session). Seeded; the copy is saved beside
@@ -149,20 +150,29 @@ def _pool(torch: Any, tokenizer: Any, model: Any, texts: list[str], max_length: 
     return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 
-def soft_labels(texts: Sequence[str], labels: Sequence[int], n_classes: int) -> tuple[list[str], np.ndarray]:
-    """Each distinct text once, with the share of its occurrences in each class (in order of first appearance)."""
+def soft_labels(texts: Sequence[str], labels: Sequence[int], n_classes: int,
+                weights: Sequence[float] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Each distinct text once (in order of first appearance) with the share of its occurrences in each class and its
+    weight: the largest weight of its occurrences (1 each without ``weights``), so a question in its own wording
+    keeps the weight it has in the answer head's loss however many copies share its text."""
     counts: dict[str, np.ndarray] = {}
-    for text, label in zip(texts, labels, strict=True):
+    weight: dict[str, float] = {}
+    for i, (text, label) in enumerate(zip(texts, labels, strict=True)):
         counts.setdefault(text, np.zeros(n_classes, dtype=np.float32))[label] += 1.0
+        weight[text] = max(weight.get(text, 0.0), 1.0 if weights is None else float(weights[i]))
     unique = list(counts)
-    return unique, np.stack([counts[t] / counts[t].sum() for t in unique]) if unique else np.zeros((0, n_classes))
+    if not unique:
+        return [], np.zeros((0, n_classes), dtype=np.float32), np.zeros(0, dtype=np.float32)
+    return (unique, np.stack([counts[t] / counts[t].sum() for t in unique]),
+            np.asarray([weight[t] for t in unique], dtype=np.float32))
 
 
 def fine_tune_reader(encoder: str, texts: Sequence[str], targets: np.ndarray, classes: Sequence[str],
-                     settings: ReaderSettings | None = None,
+                     settings: ReaderSettings | None = None, weights: np.ndarray | None = None,
                      progress: Callable[[str], None] | None = None) -> TypeReader:
     """Fine-tune a copy of ``encoder`` (:func:`transformer_path`) with a linear head on ``texts`` (masked) against
-    ``targets`` (one row of class shares per text). Seeded: the head's start, dropout and the order of the batches."""
+    ``targets`` (one row of class shares per text), each text's loss times its ``weights`` entry (1 without; a
+    batch's loss is the weighted mean). Seeded: the head's start, dropout and the order of the batches."""
     settings = settings or ReaderSettings()
     settings.check()
     say = progress or (lambda _: None)
@@ -182,6 +192,10 @@ def fine_tune_reader(encoder: str, texts: Sequence[str], targets: np.ndarray, cl
     warm = max(1.0, settings.warmup * steps)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / warm) * (steps - s) / steps)
     target = torch.tensor(np.asarray(targets, dtype=np.float32))
+    if weights is not None and len(weights) != len(texts):
+        raise ConfigError(f"answer-type reader: {len(weights)} weights for {len(texts)} texts")
+    weight = torch.tensor(np.ones(len(texts), dtype=np.float32) if weights is None
+                          else np.asarray(weights, dtype=np.float32))
     losses = []
     model.train()
     for epoch in range(settings.epochs):
@@ -191,7 +205,8 @@ def fine_tune_reader(encoder: str, texts: Sequence[str], targets: np.ndarray, cl
         for start in range(0, len(order), settings.batch_size):
             rows = order[start:start + settings.batch_size]
             logits = head(dropout(_pool(torch, tokenizer, model, [texts[i] for i in rows], settings.max_length)))
-            loss = -(target[rows] * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+            per_text = -(target[rows] * torch.log_softmax(logits, dim=-1)).sum(-1)
+            loss = (per_text * weight[rows]).sum() / weight[rows].sum()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -200,8 +215,10 @@ def fine_tune_reader(encoder: str, texts: Sequence[str], targets: np.ndarray, cl
         losses.append(round(total / len(texts), 5))
         say(f"reader epoch {epoch + 1}/{settings.epochs}: loss {losses[-1]:.4f}")
     model.eval()
+    training = {**asdict(settings), "texts": len(texts), "losses": losses}
+    if weights is not None:
+        training["weighted_texts"] = int((np.asarray(weights) != 1.0).sum())
     reader = TypeReader(list(classes), head.weight.detach().numpy().copy(), head.bias.detach().numpy().copy(), None,
-                        settings.max_length, {"training": {**asdict(settings), "texts": len(texts),
-                                                           "losses": losses}})
+                        settings.max_length, {"training": training})
     reader._loaded = (tokenizer, model)
     return reader
