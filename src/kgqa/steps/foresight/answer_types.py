@@ -251,10 +251,9 @@ class AnswerTypes:
     #: a fine-tuned encoder reading the answer type in place of the answer head (None: the head reads it)
     reader: TypeReader | None = None
 
-    def _vectors(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
+    def _vectors(self, embedder: Any, masked: Sequence[str]) -> np.ndarray:
         if getattr(embedder, "name", self.embedder_name) != self.embedder_name:
             raise ConfigError(f"answer-type model made with encoder {self.embedder_name!r}, not {embedder.name!r}")
-        masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
         vectors = question_vectors(embedder, masked, self.features)
         if vectors.shape[1] != self.weight.shape[1]:
             raise ConfigError(f"answer-type model reads {self.weight.shape[1]} dimensions, its features "
@@ -269,19 +268,20 @@ class AnswerTypes:
     def probabilities(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]) -> np.ndarray:
         """P(class | question) for each text (its mentions masked), one row per text: the reader's when the model has
         one, else the answer head's."""
+        masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
         if self.reader is not None:
-            return self.reader.probabilities([mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)])
-        return _softmax(self._vectors(embedder, texts, mentions), self.weight, self.bias)
+            return self.reader.probabilities(masked)
+        return _softmax(self._vectors(embedder, masked), self.weight, self.bias)
 
     def read(self, embedder: Any, texts: Sequence[str], mentions: Sequence[Sequence[str]]
              ) -> tuple[np.ndarray, np.ndarray | None]:
         """(:meth:`probabilities`, P(topic class | question) or None without a topic head), one embedding per text."""
-        vectors = self._vectors(embedder, texts, mentions)
+        masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
+        vectors = self._vectors(embedder, masked)
         topic = None
         if self.topic_weight is not None and self.topic_bias is not None:
             topic = _softmax(vectors, self.topic_weight, self.topic_bias)
         if self.reader is not None:
-            masked = [mask_mentions(t, m) for t, m in zip(texts, mentions, strict=True)]
             return self.reader.probabilities(masked), topic
         return _softmax(vectors, self.weight, self.bias), topic
 
@@ -375,8 +375,8 @@ class AnswerTypes:
                 topic_classes is not None and not _agrees(topic_weight, topic_bias, topic_classes, types)) or (
                 topic_weight is not None and topic_weight.shape[1:] != weight.shape[1:]):
             raise ConfigError(f"answer types {file}: weights, classes and types do not agree")
-        if reader is not None and (reader.classes != classes or reader.weight.shape != (len(classes),
-                                                                                         reader.weight.shape[1])):
+        if reader is not None and (reader.classes != classes
+                                   or not _agrees(reader.weight, reader.bias, reader.classes, types)):
             raise ConfigError(f"answer types {file}: the reader's classes do not agree with the model's")
         meta = {k: v for k, v in data.items()
                 if k not in {"encoder", "embedder_name", "classes", "types", "weight", "bias", "topic", "junctions",
