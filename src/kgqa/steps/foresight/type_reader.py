@@ -116,9 +116,10 @@ class TypeReader:
             for start in range(0, len(masked), batch_size):
                 pooled = _pool(torch, tokenizer, model, list(masked[start:start + batch_size]), self.max_length)
                 rows.append(pooled.numpy().astype(np.float32))
-        from kgqa.steps.foresight.answer_types import _softmax  # the answer head's softmax (imports this module)
-
-        return _softmax(np.concatenate(rows), self.weight, self.bias).astype(np.float32)
+        logits = np.concatenate(rows) @ self.weight.T + self.bias  # answer_types imports this module: no cycle back
+        logits -= logits.max(axis=1, keepdims=True)
+        odds = np.exp(logits)
+        return (odds / odds.sum(axis=1, keepdims=True)).astype(np.float32)
 
     def save(self, out: Path) -> dict[str, Any]:
         """Write the encoder to ``out/reader`` and return the entry answer_types.json keeps for it."""
