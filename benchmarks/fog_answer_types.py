@@ -65,12 +65,12 @@ def main() -> None:
 
     from kgqa.artifacts import ArtifactStore
     from kgqa.core import GoldAnswer, MethodContext, Question, TopicEntity
-    from kgqa.eval.gold_paths import training_questions
+    from kgqa.datasets.gold_chains import training_questions
     from kgqa.kg import open_kg
+    from kgqa.methods.fog.answer_types import AnswerTypes, end_name
     from kgqa.methods.fog.method import FoG
+    from kgqa.methods.fog.reading import READING
     from kgqa.steps.answers import presentable
-    from kgqa.steps.foresight.answer_types import AnswerTypes, end_name
-    from kgqa.steps.foresight.graph import READING
     from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
     from kgqa.text import load_embedder
 

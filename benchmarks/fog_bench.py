@@ -229,10 +229,10 @@ def metaqa_texts(item: dict[str, Any]) -> str:
 
 def bench_train(env: Env) -> dict[str, Any]:
     from kgqa.artifacts import ArtifactStore
-    from kgqa.eval.gold_paths import training_questions
+    from kgqa.datasets.gold_chains import training_questions
+    from kgqa.methods.fog.training import TrainSettings, train_scorer
     from kgqa.steps.foresight.model import NetSpec
     from kgqa.steps.foresight.scorer import LabelVectors
-    from kgqa.steps.foresight.training import TrainSettings, train_scorer
 
     args = env.args
     out: dict[str, Any] = {"loadavg_before": loadavg()}
@@ -475,7 +475,7 @@ def bench_throughput(env: Env) -> dict[str, Any]:
 
 
 def _metaqa_items(args: argparse.Namespace, hops: int, n: int, seed: int) -> list[dict[str, Any]]:
-    from kgqa.eval.metaqa_chains import iter_metaqa_questions
+    from kgqa.datasets.metaqa_chains import iter_metaqa_questions
 
     items = list(iter_metaqa_questions(Path(args.data_dir) / "metaqa", hops, "dev"))
     rng = random.Random(f"{seed}-{hops}")
@@ -485,7 +485,7 @@ def _metaqa_items(args: argparse.Namespace, hops: int, n: int, seed: int) -> lis
 def reading(args: argparse.Namespace, caps: Any) -> Any:
     """FoG's default graph-mode reading (``kgqa.steps.foresight.graph.READING``), with ``--hops``, ``--tau-e`` and
     ``--tau-p`` when given, and ``caps``."""
-    from kgqa.steps.foresight.graph import READING
+    from kgqa.methods.fog.reading import READING
 
     changed = {k: v for k, v in (("hops", args.hops), ("tau_e", args.tau_e), ("tau_p", args.tau_p)) if v is not None}
     return replace(READING, caps=caps, **changed)
@@ -552,8 +552,8 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bench_metaqa(env: Env) -> dict[str, Any]:
+    from kgqa.methods.fog.training import answer_set_metrics
     from kgqa.steps.foresight.graph import Caps
-    from kgqa.steps.foresight.training import answer_set_metrics
 
     args = env.args
     labels = env.labels()

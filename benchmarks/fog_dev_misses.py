@@ -60,12 +60,13 @@ def kind_of_miss(chosen: tuple | None, gold: tuple) -> str:
 
 
 def evaluate(name: str, path: Path, args: argparse.Namespace, kg: Any, labels: Any) -> dict[str, Any]:
-    from kgqa.eval.gold_paths import training_questions
+    from kgqa.datasets.gold_chains import training_questions
     from kgqa.kg.base import Direction
+    from kgqa.methods.fog.reading import READING
+    from kgqa.methods.fog.training import question_template
     from kgqa.steps.answers import presentable
-    from kgqa.steps.foresight.graph import READING, simple_paths
+    from kgqa.steps.foresight.graph import simple_paths
     from kgqa.steps.foresight.scorer import load_scorer
-    from kgqa.steps.foresight.training import question_template
 
     per_walk = replace(READING, continuation="path")  # the misses' columns, as before 78961b1
     by_pattern = replace(READING, continuation="pattern")

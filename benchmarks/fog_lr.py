@@ -37,10 +37,10 @@ def main() -> None:
 
     torch.set_num_threads(2)
     from kgqa.artifacts import ArtifactStore
-    from kgqa.eval.gold_paths import training_questions
+    from kgqa.datasets.gold_chains import training_questions
     from kgqa.kg import open_kg
+    from kgqa.methods.fog.training import TrainSettings, train_scorer, validate_answers
     from kgqa.steps.foresight.scorer import LabelVectors
-    from kgqa.steps.foresight.training import TrainSettings, train_scorer, validate_answers
     from kgqa.text import load_embedder
 
     data = training_questions(["metaqa-1hop", "metaqa-2hop", "metaqa-3hop"], "dev", data_dir=args.data_dir,

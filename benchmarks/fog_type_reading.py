@@ -53,8 +53,8 @@ def main() -> None:
 
     import numpy as np
 
-    from kgqa.eval.gold_paths import training_questions
-    from kgqa.steps.foresight.answer_types import AnswerTypes, hop_end, mask_mentions, reverse
+    from kgqa.datasets.gold_chains import training_questions
+    from kgqa.methods.fog.answer_types import AnswerTypes, hop_end, mask_mentions, reverse
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.text import load_embedder
 

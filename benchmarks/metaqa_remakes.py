@@ -30,8 +30,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from kgqa.eval.datasets import load_dataset, resolve_data_dir
-from kgqa.eval.metaqa_chains import QTYPE_CHAINS
+from kgqa.datasets import load_dataset, resolve_data_dir
+from kgqa.datasets.metaqa_chains import QTYPE_CHAINS
 from kgqa.kg.base import Direction
 from kgqa.provenance import source_commit
 

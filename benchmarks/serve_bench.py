@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from kgqa import __version__
-    from kgqa.eval.datasets import load_dataset
+    from kgqa.datasets import load_dataset
 
     questions = load_dataset("demo")
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:

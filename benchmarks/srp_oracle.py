@@ -49,8 +49,8 @@ def main() -> None:
     parser.add_argument("--embedder", default="minilm")
     args = parser.parse_args()
 
-    from kgqa.eval.datasets import load_dataset
-    from kgqa.eval.gold_paths import gold_chain
+    from kgqa.datasets import load_dataset
+    from kgqa.datasets.gold_chains import gold_chain
     from kgqa.eval.runner import run_eval
     from kgqa.kg import open_kg
     from kgqa.steps.relations import describe_hop

@@ -3,7 +3,7 @@
 For each hop, a seeded sample of MetaQA's *test* questions, stratified over the question types (an equal share per type,
 the remainder spread over randomly chosen types), keeps only each question's topic entity and question type; the
 question is re-rendered from one of the hand-written templates below (never one of MetaQA's), and the answers are
-recomputed by running the type's gold relation chain on kb.txt (:func:`kgqa.eval.metaqa_chains.run_metaqa_chain`).
+recomputed by running the type's gold relation chain on kb.txt (:func:`kgqa.datasets.metaqa_chains.run_metaqa_chain`).
 Questions whose chain gives no answer or more than ``--max-answers`` are skipped. The output is MetaQA's vanilla format
 (``{k}-hop/qa_test.txt`` and the aligned ``{k}-hop/qa_test_qtype.txt``), so ``_load_metaqa`` reads it as is.
 
@@ -39,7 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
+from kgqa.datasets.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
 from kgqa.kg import open_kg
 from kgqa.normalize import wording_key
 
@@ -331,7 +331,7 @@ def dev_templates(path: Path = DEV_TEMPLATES) -> dict[str, list[str]]:
 
 def training_wordings() -> set[str]:
     """Every template kgqa's packaged template files train scorers with, normalised."""
-    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+    from kgqa.methods.fog.wordings.templates import ChainTemplates
 
     return {wording_key(t) for name in ("metaqa", "metaqa_many") for t in ChainTemplates.load(name).wordings()}
 

@@ -4,7 +4,7 @@ Union per chain of ``metaqa_templates.json`` and ``style1..4.json`` (this folder
 the reworded dev or test sets (``kgqa.normalize.wording_key``, as the package's test compares them) is
 dropped, and so is a repeat. Prints what each file added and what was dropped; writes one template file for
 ``kgqa train fog --template-wordings FILE`` (docs/fog.md, "December 5, the thirteenth session"). Its output is the
-packaged ``metaqa_many`` (``src/kgqa/steps/foresight/wordings/metaqa_many_templates.json``; a test checks it).
+packaged ``metaqa_many`` (``src/kgqa/methods/fog/wordings/metaqa_many_templates.json``; a test checks it).
 
     python benchmarks/data/fog_many_authors/merge_templates.py --out /tmp/many.json
 
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import kgqa.data.metaqa_reworded as reworded
-from kgqa.eval.metaqa_chains import iter_metaqa_questions
+from kgqa.datasets.metaqa_chains import iter_metaqa_questions
+from kgqa.methods.fog.wordings.templates import ChainTemplates
 from kgqa.normalize import wording_key
-from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
 HERE = Path(__file__).parent
 STYLES = ("style1.json", "style2.json", "style3.json", "style4.json")

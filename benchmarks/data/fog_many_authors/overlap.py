@@ -11,9 +11,9 @@ import argparse
 
 from merge_templates import reworded_questions  # this folder's script: run as a script, its folder is on the path
 
-from kgqa.eval.metaqa_chains import chain_for_qtype
+from kgqa.datasets.metaqa_chains import chain_for_qtype
+from kgqa.methods.fog.wordings.templates import ChainTemplates
 from kgqa.normalize import wording_words
-from kgqa.steps.foresight.wordings.templates import ChainTemplates
 
 
 def trigrams(text: str) -> set[tuple[str, ...]]:
