@@ -21,6 +21,7 @@ FLOOR = {
     "__main__": 8,
     "kg": 1, "llm": 1, "text": 1, "data": 1,
     "artifacts": 2,
+    "datasets": 2,
     "steps": 3,
     "methods": 4,
     "testing": 5,

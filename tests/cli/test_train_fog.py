@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kgqa.cli import main
-from kgqa.eval.datasets import load_dataset
-from kgqa.eval.gold_paths import training_questions
-from kgqa.steps.foresight.training import question_template
+from kgqa.datasets import load_dataset
+from kgqa.datasets.gold_chains import training_questions
+from kgqa.methods.fog.training import question_template
 
 
 def test_train_fog_with_word_dropout_and_template_validation_writes_a_usable_model(
@@ -117,8 +117,8 @@ def test_template_copies_fall_back_to_the_question_where_its_chain_has_no_templa
     import random
 
     from kgqa.kg.base import parse_chain
-    from kgqa.steps.foresight.training import TrainingQuestion, template_copies
-    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+    from kgqa.methods.fog.training import TrainingQuestion, template_copies
+    from kgqa.methods.fog.wordings.templates import ChainTemplates
 
     covered = TrainingQuestion("who directed Heat", ("m.heat",), parse_chain("directed_by"), frozenset({"x"}),
                                mentions=("Heat",))
@@ -134,14 +134,14 @@ def test_composed_copies_fall_back_to_the_question_where_the_table_has_no_phrase
     import random
 
     from kgqa.kg.base import parse_chain
-    from kgqa.steps.foresight.training import TrainingQuestion, composed_copies
+    from kgqa.methods.fog.training import TrainingQuestion, composed_copies
 
     covered = TrainingQuestion("who directed Heat", ("m.heat",), parse_chain("directed_by"), frozenset({"x"}),
                                mentions=("Heat",))
     uncovered = TrainingQuestion("who produced Heat", ("m.heat",), parse_chain("produced_by"), frozenset({"x"}),
                                  mentions=("Heat",))
     copies = composed_copies([covered, uncovered], "metaqa", random.Random(0))
-    from kgqa.steps.foresight.wordings import ChainWordings
+    from kgqa.methods.fog.wordings import ChainWordings
 
     assert copies[0] in set(ChainWordings.load("metaqa").every(covered.chain, "Heat"))
     assert copies[1] == uncovered.text

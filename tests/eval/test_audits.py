@@ -17,8 +17,8 @@ import pytest
 from pydantic import ValidationError
 
 from kgqa.core import AnswerItem, Audit, GoldAnswer, Grounding, MethodContext, Prediction, Question
+from kgqa.datasets import load_dataset
 from kgqa.errors import DataError
-from kgqa.eval.datasets import load_dataset
 from kgqa.eval.metrics import AUDIT_COUNTS, QuestionScore, score_prediction, summarize, supported_by_evidence
 from kgqa.eval.report import compare_runs
 from kgqa.eval.rundir import RESULTS_FILE, SUMMARY_FILE

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from kgqa.core import GoldAnswer, Question, TopicEntity
+from kgqa.datasets import DATA_DIR_ENV, DATASETS, DatasetInfo, dataset_info, dataset_names, load_dataset, register_dataset
 from kgqa.errors import ConfigError
-from kgqa.eval.datasets import DATA_DIR_ENV, DATASETS, DatasetInfo, dataset_info, dataset_names, load_dataset, register_dataset
 from kgqa.registry import REGISTRIES
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -97,7 +97,7 @@ PLUGIN = '''
 from pathlib import Path
 
 from kgqa.core import GoldAnswer, Question
-from kgqa.eval.datasets import DatasetInfo
+from kgqa.datasets import DatasetInfo
 
 
 def _load(info, root, split, limit):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kgqa.core import Question
+from kgqa.datasets import DATA_DIR_ENV, dataset_info, dataset_names, load_dataset, resolve_data_dir
 from kgqa.errors import ConfigError, DataError
-from kgqa.eval.datasets import DATA_DIR_ENV, dataset_info, dataset_names, load_dataset, resolve_data_dir
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.eval.datasets import dataset_names, load_dataset
+from kgqa.datasets import dataset_names, load_dataset
 from kgqa.kg.demo import build_demo_kg
 
 

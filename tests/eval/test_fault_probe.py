@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from llm_fault_server import CONTENT_FAULTS, PROBE_FAULTS, FaultServer
 
 from kgqa.core import Question
-from kgqa.eval.datasets import load_dataset
+from kgqa.datasets import load_dataset
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from kgqa.cli import main
+from kgqa.datasets import DATA_DIR_ENV
 from kgqa.errors import ConfigError, DataError
-from kgqa.eval.datasets import DATA_DIR_ENV
 from kgqa.eval.import_run import READERS, import_run
 from kgqa.eval.rundir import RunDirError, read_results
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kgqa.errors import ConfigError, DataError
-from kgqa.eval.metaqa_chains import (
+from kgqa.datasets.metaqa_chains import (
     QTYPE_CHAINS,
     QTYPES,
     chain_for_qtype,
@@ -15,6 +14,7 @@ from kgqa.eval.metaqa_chains import (
     iter_metaqa_questions,
     run_metaqa_chain,
 )
+from kgqa.errors import ConfigError, DataError
 from kgqa.kg.base import format_chain
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
 from kgqa.kg.loaders import load_into

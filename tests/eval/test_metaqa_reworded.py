@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kgqa.core import Question
-from kgqa.eval.datasets import dataset_info, dataset_names, load_dataset
-from kgqa.eval.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
+from kgqa.datasets import dataset_info, dataset_names, load_dataset
+from kgqa.datasets.metaqa_chains import QTYPES, iter_metaqa_questions, run_metaqa_chain
 from kgqa.kg.embedded import EmbeddedKG
 from kgqa.normalize import wording_key
 
@@ -70,7 +70,7 @@ def test_the_second_dev_split_shares_no_wording_with_anything_kgqa_trains_or_mea
         monkeypatch: pytest.MonkeyPatch, metaqa_dir: Path, hops: int) -> None:
     """dev2 (a third author's wordings) is for choosing what should read new wordings: none of its wordings may be
     one of MetaQA's, of the other reworded splits, or of the templates kgqa's scorers train with."""
-    from kgqa.steps.foresight.wordings.templates import ChainTemplates
+    from kgqa.methods.fog.wordings.templates import ChainTemplates
 
     monkeypatch.delenv("KGQA_DATA_DIR", raising=False)
     dev2 = _load_dev_split(metaqa_dir, hops, "dev2")

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from kgqa.cli import main
-from kgqa.eval.datasets import load_dataset
+from kgqa.datasets import load_dataset
 from kgqa.kg.servers import free_port
 from kgqa.llm import Recorder
 

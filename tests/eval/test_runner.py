@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from kgqa.core import AnswerItem, GoldAnswer, Grounding, MethodContext, Prediction, Question, TopicEntity
+from kgqa.datasets import load_dataset
 from kgqa.errors import ConfigError
-from kgqa.eval.datasets import load_dataset
 from kgqa.eval.runner import (
     RESULTS_FILE,
     TRACES_FILE,

@@ -152,7 +152,7 @@ def _io_rules(path: Path, questions: list[str], broken: str) -> Path:
 
 def test_eval_counts_the_unreadable_reply_in_results_summary_and_report(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kgqa.eval.datasets import load_dataset
+    from kgqa.datasets import load_dataset
 
     questions = load_dataset("demo", limit=4)
     broken = questions[1]

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from kgqa.kg.base import parse_chain
+from kgqa.methods.fog.training import TrainingQuestion, TrainSettings, train_scorer
 from kgqa.steps.foresight.model import NetSpec
 from kgqa.steps.foresight.scorer import LabelVectors
-from kgqa.steps.foresight.training import TrainingQuestion, TrainSettings, train_scorer
 from kgqa.testing import offline_embedder, shared_movie_kg
 
 KIT_ENCODER = "hash:64"

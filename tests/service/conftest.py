@@ -68,7 +68,7 @@ def write_rules(path: Path, rules: Sequence[dict[str, Any]]) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_questions() -> list[Any]:
-    from kgqa.eval.datasets import load_dataset
+    from kgqa.datasets import load_dataset
 
     return load_dataset("demo")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kgqa.eval.datasets import load_dataset
+from kgqa.datasets import load_dataset
 from kgqa.kg import open_kg
 from kgqa.kg.base import EntityMatch, KnowledgeGraph
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder

@@ -6,8 +6,10 @@ recorded in the manifest, the *identity* hashed into the digest (what the result
 fingerprint and the embedder's name and dimension), a description of the data for the manifest, and the live objects
 that ``build`` uses. ``build`` writes files into a fresh directory and returns metrics; ``load`` reads them back.
 
-Built-in kinds register themselves when :mod:`kgqa.artifacts.relation_embeddings` is imported (on the first lookup);
-third-party kinds come from the entry-point group ``kgqa.artifacts``, each entry an :class:`ArtifactKind` instance.
+Built-in kinds register themselves when their modules are imported, on the first lookup: the KG-wide kinds here
+(:data:`BUILTIN_KIND_MODULES`) and the kinds a method package owns (the method packages under ``kgqa.methods`` are
+imported by name, as plugins are, so this floor never imports a method). Third-party kinds come from the entry-point
+group ``kgqa.artifacts``, each entry an :class:`ArtifactKind` instance.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kgqa.errors import ConfigError
-from kgqa.registry import Registry, registry_key
+from kgqa.registry import Registry, import_submodules, registry_key
 
 #: Reports one line of build progress (the CLI writes it to stderr).
 Progress = Callable[[str], None]
@@ -93,12 +95,17 @@ class ArtifactKind:
 BUILTIN_KIND_MODULES = ("kgqa.artifacts.relation_embeddings", "kgqa.artifacts.label_embeddings")
 
 
+#: The package whose subpackages (one per method) may register kinds of their own (a method's trained artifacts).
+METHOD_PACKAGES = "kgqa.methods"
+
+
 def _discover_builtin_kinds() -> None:
     for module in BUILTIN_KIND_MODULES:
         try:
             importlib.import_module(module)
         except Exception as exc:  # one broken kind must not hide the others
             ARTIFACTS.note_error(module.rsplit(".", 1)[-1].replace("_", "-"), f"{type(exc).__name__}: {exc}")
+    import_submodules(METHOD_PACKAGES, registry=ARTIFACTS)
 
 
 #: Every artifact kind by name.

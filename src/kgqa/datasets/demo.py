@@ -34,3 +34,4 @@ def _load_demo(info: DatasetInfo, root: Path, split: str, limit: int | None) -> 
 register_dataset(DatasetInfo(
     name="demo", description="The demo questions shipped with kgqa, over the demo KG (`--kg demo`); no data directory.",
     kg="demo", files={"test": ("questions.jsonl",)}, source="written for kgqa (src/kgqa/data/demo, CC0)",
+    sizes={"test": 61}, loader=_load_demo, options={"packaged": "kgqa.data.demo"}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgqa.core import Question
+from kgqa.core import Question, TopicEntity
 from kgqa.datasets.records import (
     Golds,
     each_record,

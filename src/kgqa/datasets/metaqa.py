@@ -83,7 +83,6 @@ for _hops, _n_dev, _n_test in ((1, 9_992, 9_947), (2, 14_872, 14_872), (3, 14_27
     ))
 
 
-    sizes={"test": 61}, loader=_load_demo, options={"packaged": "kgqa.data.demo"}))
 
 
 for _hops in (1, 2, 3):

@@ -17,6 +17,7 @@ from kgqa.core import GoldAnswer, Question, TopicEntity
 from kgqa.datasets.registry import DatasetInfo, Loader
 from kgqa.errors import DataError
 
+
 def require_file(info: DatasetInfo, root: Path, rel: str) -> Path:
     path = root / rel
     if not path.is_file():

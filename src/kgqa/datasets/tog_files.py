@@ -10,6 +10,7 @@ from kgqa.datasets.records import (
     Golds,
     each_record,
     freebase_id,
+    json_list,
     make_question,
     mapping_field,
     note_wikidata_topics,
@@ -20,7 +21,6 @@ from kgqa.datasets.records import (
     wikidata_id,
 )
 from kgqa.datasets.registry import DatasetInfo, register_dataset
-from kgqa.errors import DataError
 
 
 def _load_grailqa(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:

@@ -1,4 +1,4 @@
-"""Evaluation: benchmark datasets (:mod:`kgqa.eval.datasets`), scoring (:mod:`kgqa.eval.metrics`) and the resumable
+"""Evaluation: benchmark datasets (:mod:`kgqa.datasets`), scoring (:mod:`kgqa.eval.metrics`) and the resumable
 runner (:func:`kgqa.eval.runner.run_eval`, imported lazily: it pulls in the LLM layer).
 
 The runner's pieces, lowest first: :mod:`~kgqa.eval.rundir` (the run directory's files, the durable results writer,
@@ -7,7 +7,7 @@ runs), :mod:`~kgqa.eval.summary` (summary.json of a run directory) and :mod:`~kg
 questions). Each imports only those before it.
 """
 
-from kgqa.eval.datasets import (
+from kgqa.datasets import (
     DATA_DIR_ENV,
     DATASETS,
     DatasetInfo,

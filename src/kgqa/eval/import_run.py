@@ -58,8 +58,8 @@ from typing import Any
 
 from kgqa import __version__
 from kgqa.core import Grounding, Prediction, Question
+from kgqa.datasets import dataset_root, load_dataset
 from kgqa.errors import ConfigError, DataError
-from kgqa.eval.datasets import dataset_root, load_dataset
 from kgqa.eval.metrics import score_prediction
 from kgqa.eval.rundir import (
     CONFIG_FILE,

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from kgqa import __version__, config
 from kgqa.core import MethodContext, Prediction, Question
+from kgqa.datasets import dataset_root, load_dataset
 from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
-from kgqa.eval.datasets import dataset_root, load_dataset
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
 from kgqa.eval.rundir import (

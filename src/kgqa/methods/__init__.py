@@ -26,7 +26,10 @@ from kgqa.methods.registry import (
     method_names,
     parse_method_config,
     register_method,
+    train,
+    trainers,
 )
+from kgqa.methods.trainer import Trainer, TrainerSettings, TrainingReport, TrainingSession
 
 __all__ = [
     "GROUNDING_WEIGHTS",
@@ -44,6 +47,10 @@ __all__ = [
     "Question",
     "TopicEntity",
     "Trace",
+    "Trainer",
+    "TrainerSettings",
+    "TrainingReport",
+    "TrainingSession",
     "discover_methods",
     "get_method",
     "method_info",
@@ -51,4 +58,6 @@ __all__ = [
     "parse_method_config",
     "register_method",
     "solve",
+    "train",
+    "trainers",
 ]

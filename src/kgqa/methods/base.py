@@ -12,6 +12,8 @@ contract, all optional for a plain factory and all present on :class:`KGQAMethod
   subgraph), which ``kgqa ask`` prints and ``--json`` includes, so no command reads a method's trace events by name.
 * ``answer(question, ctx)``: the prediction. The caller (the runner, ``kgqa ask``, :func:`solve`) attaches the trace
   and the usage, so a method returns only what it decided.
+* ``trainers``: what the method trains or builds (:class:`~kgqa.methods.trainer.Trainer` classes, each with typed
+  settings); ``kgqa train NAME`` reaches them through the registry. Empty for a method that trains nothing.
 
 Dataset facts a method needs (CCoR's depth 4 on CWQ) come in ``question.metadata`` from the dataset's registry entry,
 never from a dataset-name test inside a method.
@@ -32,6 +34,7 @@ from kgqa.errors import ConfigError
 
 if TYPE_CHECKING:
     from kgqa.llm.accounting import Recorder
+    from kgqa.methods.trainer import Trainer
 
 
 class MethodConfig(BaseModel):
@@ -86,6 +89,8 @@ class KGQAMethod(abc.ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Config: ClassVar[type[MethodConfig]] = MethodConfig
+    #: What the method trains or builds (``kgqa train NAME``); the first is its main trainer, named after it.
+    trainers: ClassVar[tuple[type[Trainer], ...]] = ()
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         if config is not None and settings:

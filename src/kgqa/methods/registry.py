@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from kgqa.errors import ConfigError
 from kgqa.methods.base import KGQAMethod, Method, Needs, describe_type, method_needs, validate_config
+from kgqa.methods.trainer import Trainer, TrainingReport
 from kgqa.registry import Registry, import_submodules
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,6 +84,37 @@ def config_model(factory: Callable[..., Any]) -> type[BaseModel]:
     with contextlib.suppress(AttributeError, TypeError):  # a builtin or slotted factory cannot hold the cache
         factory.__kgqa_config_model__ = model  # type: ignore[attr-defined]
     return model
+
+
+def trainers() -> dict[str, tuple[str, type[Trainer]]]:
+    """Every registered method's trainers by name (``kgqa train NAME``), each with the method that declares it, in
+    the order of the methods' names and of each method's ``trainers``. A method that cannot be imported has none."""
+    out: dict[str, tuple[str, type[Trainer]]] = {}
+    for method in method_names():
+        try:
+            factory = METHODS.get(method)
+        except ConfigError:  # a broken plugin: `kgqa methods` reports it; training goes on without it
+            continue
+        for trainer in getattr(factory, "trainers", ()):
+            claimed = out.get(trainer.name)
+            if claimed is not None and claimed[1] is not trainer:
+                raise ValueError(f"trainer name {trainer.name!r} is declared by methods {claimed[0]!r} and {method!r}")
+            out[trainer.name] = (method, trainer)
+    return out
+
+
+def get_trainer(name: str) -> type[Trainer]:
+    """The trainer ``name``; an unknown name is a ConfigError listing the trainers there are."""
+    found = trainers().get(str(name).strip().lower())
+    if found is None:
+        raise ConfigError(f"no trainer {name!r}; trainers: {', '.join(trainers()) or '(none)'}")
+    return found[1]
+
+
+def train(name: str, /, **settings: Any) -> TrainingReport:
+    """Run the trainer ``name`` with ``settings`` (its ``Settings`` fields, as ``kgqa train NAME`` takes them),
+    reporting progress on stderr: ``train("fog", dataset=["metaqa-1hop"], kg="kgs/metaqa", out="models/fog")``."""
+    return get_trainer(name)().run(settings)
 
 
 def get_method(name: str, **settings: Any) -> Method:

@@ -17,7 +17,8 @@ A method's test starts at about ten lines::
 The pieces:
 
 * :func:`movie_kg` / :func:`shared_movie_kg` (:mod:`kgqa.testing.movies`): directors, films, CVT performances,
-  typed-literal years, countries and a distractor award branch, as a real embedded store.
+  typed-literal years, countries and a distractor award branch, as a real embedded store; :func:`small_kg`: a store
+  of exactly the triples a test gives.
 * :class:`PolicyModel` (:mod:`kgqa.testing.policy`): a chat model whose reply is ``policy(prompt)``, computed from the
   rendered :class:`Prompt` (messages, system and user text, ``step``, schema, re-ask ``attempt``), with
   :func:`unreadable`, :func:`truncated`, :func:`fenced`, :func:`fail`, :func:`in_turn`, :func:`script` and
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgqa.core import GoldAnswer, MethodContext, Question, TopicEntity
 from kgqa.llm.accounting import RecordedModel, Recorder
-from kgqa.testing.movies import XSD_GYEAR, movie_kg, shared_movie_kg
+from kgqa.testing.movies import XSD_GYEAR, movie_kg, shared_movie_kg, small_kg
 from kgqa.testing.policy import (
     InTurn,
     Policy,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OFFLINE_EMBEDDER", "XSD_GYEAR", "InTurn", "Policy", "PolicyError", "PolicyModel", "Prompt", "Reply", "by_step",
     "context", "fail", "fenced", "in_turn", "movie_kg", "offline_embedder", "question", "script", "shared_movie_kg",
-    "truncated", "unreadable",
+    "small_kg", "truncated", "unreadable",
 ]
 
 #: The embedder spec tests use: character n-grams hashed into 256 buckets; offline, deterministic, no model to fetch.

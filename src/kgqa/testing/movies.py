@@ -19,6 +19,7 @@ import atexit
 import functools
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kgqa.kg.base import make_literal
@@ -80,3 +81,15 @@ def shared_movie_kg() -> EmbeddedKG:
     root = Path(tempfile.mkdtemp(prefix="kgqa-movie-kg-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     return movie_kg(root / "kg")
+
+
+def small_kg(path: str | Path, triples: Iterable[tuple[str, str, str]], names: Mapping[str, str] | None = None, *,
+             schema: str = "generic") -> EmbeddedKG:
+    """A real embedded store of exactly ``triples`` (and ``names``) built into ``path`` and opened: the KG of a test
+    that needs a graph shaped just so (a cycle, a hub, two remakes of one title)."""
+    builder = EmbeddedKGBuilder(schema=schema)
+    for head, relation, tail in triples:
+        builder.add_triple(head, relation, tail)
+    for entity, name in (names or {}).items():
+        builder.add_name(entity, name)
+    return builder.build(Path(path))

@@ -1,4 +1,4 @@
-"""The scorer-based relation pruning and stopping of ``chains`` (kgqa.steps.foresight.steering) on hand-built graphs.
+"""The scorer-based relation pruning and stopping of ``chains`` (kgqa.methods.chains.steering) on hand-built graphs.
 
 An :class:`ExpandedGraph` is built edge by edge with known propagated scores, so every number the rules read is known.
 """
@@ -9,8 +9,8 @@ import pytest
 
 from kgqa.core import Trace
 from kgqa.kg.base import Direction, Hop, parse_chain
+from kgqa.methods.chains.steering import ChainSteering, ForesightPruner
 from kgqa.steps.foresight.graph import ExpandedGraph
-from kgqa.steps.foresight.steering import ChainSteering, ForesightPruner
 
 
 def graph_of(edges: list[tuple[str, int, str, str, int, float, bool]]) -> ExpandedGraph:

@@ -1,4 +1,4 @@
-"""Synonym copies for FoG's training (kgqa.steps.foresight.wordings.synonyms) on a small WordNet database written in
+"""Synonym copies for FoG's training (kgqa.methods.fog.wordings.synonyms) on a small WordNet database written in
 WordNet 3.0's own file format: readings of inflected words, inflection of the synonym, what is never swapped, seeds."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kgqa.errors import ConfigError
-from kgqa.steps.foresight.training import TrainingQuestion, synonym_copies
-from kgqa.steps.foresight.wordings.synonyms import Analysis, WordNet, swap_synonyms
+from kgqa.methods.fog.training import TrainingQuestion, synonym_copies
+from kgqa.methods.fog.wordings.synonyms import Analysis, WordNet, swap_synonyms
 
 # data.* lines: offset, lexicographer file, part of speech, word count (hex), (word, lex id) pairs, pointer count, gloss
 _NOUNS = """  1 This software and database is being provided to you, the LICENSEE, by Princeton University

@@ -15,34 +15,32 @@ import pytest
 
 from kgqa.cli import main
 from kgqa.core import GoldAnswer, Question, TopicEntity
+from kgqa.datasets import load_dataset
+from kgqa.datasets.gold_chains import answer_keys
 from kgqa.errors import ConfigError
-from kgqa.eval.datasets import load_dataset
-from kgqa.eval.gold_paths import (
+from kgqa.kg import open_kg
+from kgqa.kg.base import KnowledgeGraph, format_chain, parse_chain
+from kgqa.methods.srp.references import (
     CHAIN_MISSES,
     DUPLICATE,
+    EMBEDDINGS_FILE,
+    META_FILE,
     NO_ANSWER,
     NO_CHAIN,
     NO_TOPIC,
+    REFERENCES_FILE,
     RELATION_NOT_IN_KG,
     TOPIC_NOT_IN_KG,
-    answer_keys,
-    check_candidates,
-)
-from kgqa.kg import open_kg
-from kgqa.kg.base import KnowledgeGraph, format_chain, parse_chain
-from kgqa.steps.references import (
-    EMBEDDINGS_FILE,
-    META_FILE,
-    REFERENCES_FILE,
     Reference,
     ReferenceBase,
+    check_candidates,
     normalize_question,
     plan_shares,
 )
 from kgqa.testing import offline_embedder
 
 IN_CI = os.environ.get("CI") == "true"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -162,10 +162,9 @@ def test_a_question_without_a_topic_is_answered_by_the_llm_alone() -> None:
 
 
 def test_references_are_retrieved_deterministically_and_never_the_question_itself(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from kgqa.eval.datasets import load_dataset
-    from kgqa.eval.gold_paths import check_candidates
+    from kgqa.datasets import load_dataset
     from kgqa.kg import open_kg
-    from kgqa.steps.references import ReferenceBase
+    from kgqa.methods.srp.references import ReferenceBase, check_candidates
     from kgqa.testing import offline_embedder
 
     kg = open_kg("demo")

@@ -1,4 +1,4 @@
-"""VoG's context bandit and revision rewards (kgqa.steps.bandit): the UCB arithmetic by hand, each prior alone,
+"""VoG's context bandit and revision rewards (kgqa.methods.vog.bandit): the UCB arithmetic by hand, each prior alone,
 the reward, fusion, consistency and entropy formulas, determinism, and the errors for bad input."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import pytest
 
 from kgqa.errors import ConfigError
-from kgqa.steps.bandit import (
+from kgqa.methods.vog.bandit import (
     ARMS,
     ArmChoice,
     BanditSettings,

@@ -1,4 +1,4 @@
-"""The second checker (kgqa.steps.contradiction): the embedding proxy on hand pairs, the NLI verdict and label
+"""The second checker (kgqa.methods.vog.contradiction): the embedding proxy on hand pairs, the NLI verdict and label
 order, a real (tiny, random) cross-encoder built on disk, spec parsing, and the clear error offline."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kgqa.errors import ConfigError
-from kgqa.steps.contradiction import (
+from kgqa.methods.vog.contradiction import (
     BLANK,
     DEFAULT_THRESHOLD,
     ContradictionChecker,

@@ -5,7 +5,7 @@ No paper has this method (issue 18). It is built from shared parts and imports n
 * **Graph side first.** One foresight expansion per question (:func:`kgqa.steps.foresight.graph.expand`, hop budget the
   chain depth, tau_e) and far-to-near feedback propagation (:meth:`ForesightScorer.propagate`): every triple within
   reach of the topic entities gets a score that has seen past its own hop.
-* **Relation pruning at the chain end** by the scorer (:class:`kgqa.steps.foresight.steering.ForesightPruner`): a
+* **Relation pruning at the chain end** by the scorer (:class:`kgqa.methods.chains.steering.ForesightPruner`): a
   candidate relation is followed only if the scorer kept one of the triples it opens (above ``min_hop_score``), and
   candidates are ranked by the best reading the chain extended by them reaches within the depth (below), so the
   scorer's foresight decides which branch is tried first; the top k go on CCoR's memory stack
@@ -70,17 +70,20 @@ from kgqa.llm.prompts import PromptBook
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, MethodConfig, Needs
 from kgqa.methods.chain_body import ChainMethod, CoRConfig
+from kgqa.methods.chains.steering import ChainSteering, ForesightPruner, verify_hop
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import presentable
 from kgqa.steps.explore import Action, Judgement
 from kgqa.steps.foresight.graph import Caps, expand, rank_answers
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
-from kgqa.steps.foresight.steering import ChainSteering, ForesightPruner, verify_hop
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import reached_view
 from kgqa.steps.reply import BudgetedModel, ask_reply
 
 PROMPTS = PromptBook.for_package("kgqa.methods.chains")
+#: How a user gets a scorer for a KG that has none (the end of the errors that say so).
+HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` and pass "
+                "`--method-config scorer=MODELDIR`")
 #: Words of a question that ask for a constraint the scorer cannot check (a year, an ordering, a comparison).
 #: A year or number written in the question (a constraint value the graph can check without the LLM).
 _NUMBER_MENTION = re.compile(r"\b\d{4}\b")
@@ -129,7 +132,7 @@ class ChainsConfig(CoRConfig):
     @field_validator("scorer")
     @classmethod
     def _scorer_dir(cls, value: str | None) -> str | None:
-        return check_scorer_dir(value, what="foresight scorer")
+        return check_scorer_dir(value, what="foresight scorer", how_to_train=HOW_TO_TRAIN)
 
 
 @dataclass
@@ -174,7 +177,7 @@ class Chains(ChainMethod):
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
-        self._loader = ScorerLoader(self.config.scorer, method="chains")
+        self._loader = ScorerLoader(self.config.scorer, method="chains", how_to_train=HOW_TO_TRAIN)
 
     def needs(self, llm: str | None = None) -> Needs:
         # CCoR's pruner still prunes the constraint chain (and the main chain with steering=llm).

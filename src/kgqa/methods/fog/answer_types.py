@@ -49,8 +49,8 @@ import numpy as np
 
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, KnowledgeGraph
+from kgqa.methods.fog.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 from kgqa.normalize import unmark_mentions
-from kgqa.steps.foresight.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 
 FILE = "answer_types.json"
 MASK = "X"
@@ -416,7 +416,7 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
                        focus: bool = False, focus_rule: str = "first", reader: ReaderSettings | None = None,
                        reader_wordings: Sequence[tuple[str, End]] = (),
                        progress: Callable[[str], None] | None = None) -> AnswerTypes:
-    """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.steps.foresight.training.
+    """Types from the KG, then the classifier on ``questions`` (:class:`~kgqa.methods.fog.training.
     TrainingQuestion`: text, mentions, chain, answers) and ``copies`` (other wordings of the same questions, in the
     same order, e.g. composed from their chains; several blocks one after the other); ``encoder`` is the embedder's
     spec, recorded so the model can load it again (default: its name). The topic head learns the type where each
@@ -424,7 +424,7 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     ``question_weight``: how much a question in its own wording weighs in the loss against one copy. With ``focus``
     both heads read the question's :func:`focus_phrase` (by ``focus_rule``, "first" or "clause") beside its sentence.
     Seeded; full-batch Adam, cross-entropy. With ``reader`` a copy of the encoder is fine-tuned to read the answer
-    type (:mod:`~kgqa.steps.foresight.type_reader`) on the same masked texts, each distinct text once with its
+    type (:mod:`~kgqa.methods.fog.type_reader`) on the same masked texts, each distinct text once with its
     classes' shares and the largest weight of its occurrences (``question_weight`` for a question's own wording), plus
     ``reader_wordings`` (masked wordings with the end their chain reaches, e.g. every template
     of a file once)."""

@@ -1,6 +1,7 @@
 """The demo KG's own FoG scorer: trained on the 61 demo questions (their gold chains ship with them) and on one-hop
-questions written from the demo KG's relations, built once into the artifact store as ``fog-demo-scorer`` so
-``kgqa ask ... --method fog`` works offline with no training step.
+questions written from the demo KG's relations, built once into the artifact store as ``fog-demo-scorer``
+(:data:`kgqa.steps.foresight.loading.DEMO_SCORER`, which every method reading a foresight scorer loads on the demo KG)
+so ``kgqa ask ... --method fog`` works offline with no training step.
 
 It answers the demo questions because it was trained on them: it shows the mechanism, it measures nothing. A scorer for
 real work comes from ``kgqa train fog`` on a dataset's dev split.
@@ -13,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from kgqa.artifacts.inputs import resolve_embedder
-from kgqa.artifacts.kinds import ARTIFACTS, ArtifactInputs, ArtifactKind, Progress, register_artifact
-from kgqa.core import MethodContext
+from kgqa.artifacts.kinds import ArtifactInputs, ArtifactKind, Progress, register_artifact
+from kgqa.datasets.gold_chains import TrainingQuestion
 from kgqa.kg.base import parse_chain
 from kgqa.kg.demo import demo_files, open_demo_kg
+from kgqa.methods.fog.training import TrainSettings, train_scorer
+from kgqa.steps.foresight.loading import DEMO_SCORER
 from kgqa.steps.foresight.scorer import ForesightScorer, LabelVectors
-from kgqa.steps.foresight.training import TrainingQuestion, TrainSettings, train_scorer
 
-NAME = "fog-demo-scorer"
 #: Settings for 61 questions: many epochs at a higher rate (the paper's 5 epochs assume thousands of questions).
 DEMO_SETTINGS = TrainSettings(lr=1e-3, epochs=40, batch_size=64, kappa=10, max_positives_per_layer=8, stop_negatives=10,
                               validation_share=0.0, propagation_questions=61,
@@ -96,14 +97,8 @@ def _build(inputs: ArtifactInputs, out_dir: Path, progress: Progress) -> dict[st
     return {"questions": result.summary["questions"], "seconds": round(result.summary["seconds"], 1)}
 
 
-if NAME not in ARTIFACTS.names():
-    register_artifact(ArtifactKind(
-        name=NAME, summary="FoG scorer trained on the demo questions (the demo KG's default FoG scorer)", version="6",
-        params={"embedder": "embedder spec; default: minilm"}, resolve=_resolve, build=_build,
-        load=ForesightScorer.load))
-
-
-def demo_scorer(ctx: MethodContext) -> ForesightScorer:
-    """The demo scorer from the context's artifact store (built on first use, about half a minute)."""
-    assert ctx.artifacts is not None
-    return ctx.artifacts.get(NAME)
+#: replace: a re-imported module registers an equal recipe again
+register_artifact(ArtifactKind(
+    name=DEMO_SCORER, summary="FoG scorer trained on the demo questions (the demo KG's default FoG scorer)", version="6",
+    params={"embedder": "embedder spec; default: minilm"}, resolve=_resolve, build=_build,
+    load=ForesightScorer.load), replace=True)

@@ -68,7 +68,7 @@ Where kgqa differs from the paper, and why:
   question (topic masked) predicts which type the question asks for; graph reading multiplies each answer pattern
   by P(type of its end) ** ``answer_type_weight`` (1, chosen on unseen MetaQA dev). Most misses without it stop a hop
   early (the films of "who directed the films X starred in"), which the triple scorer cannot see
-  (:mod:`kgqa.steps.foresight.answer_types`, docs/fog.md). Models trained since the eleventh session also weigh a
+  (:mod:`kgqa.methods.fog.answer_types`, docs/fog.md). Models trained since the eleventh session also weigh a
   pattern by P(the type it starts from | question) (``answer_type_topic``: "the movie John Carter", not the director
   of that name) and, at each junction where one hop's end type differs from the type the next hop starts from, by
   the share of that type's entities that go on by the next hop (``answer_type_junctions``: an actor named "Lucy" is
@@ -76,7 +76,7 @@ Where kgqa differs from the paper, and why:
   ``--focus-phrase`` reads the question's wh-word and its neighbours beside the sentence (fewer misread types: +2 of
   600 on the reworded dev split; in the recipe since the fourteenth session, docs/fog.md). A model trained with
   ``--fine-tune`` reads the answer type with a fine-tuned copy of the encoder instead of the linear head
-  (:mod:`kgqa.steps.foresight.type_reader`; the scorer's encoder stays frozen, as the paper's): on the second
+  (:mod:`kgqa.methods.fog.type_reader`; the scorer's encoder stays frozen, as the paper's): on the second
   reworded dev split 596 of 600 right against 583 (docs/fog.md, the seventeenth session).
 * The typed retry (ours, ``typed_retry``, on when ``answer_types`` is given; graph mode): when the answer pattern
   ends on a type the question almost surely does not ask for (P < ``typed_retry_below``, 0.01), the question is
@@ -124,24 +124,20 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods.fog.answer_types import AnswerTypes, model_file
+from kgqa.methods.fog.reading import READING, GraphReading
+from kgqa.methods.fog.trainer import TRAINERS
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
-from kgqa.steps.foresight.answer_types import AnswerTypes, model_file
-from kgqa.steps.foresight.graph import (
-    READING,
-    Caps,
-    ExpandedGraph,
-    GraphReading,
-    PatternPrior,
-    RankedAnswer,
-    Triple,
-    pattern_name,
-)
+from kgqa.steps.foresight.graph import Caps, ExpandedGraph, PatternPrior, RankedAnswer, Triple, pattern_name
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
 from kgqa.steps.reply import BudgetedModel, ask_reply
 from kgqa.text import load_embedder
 
 PROMPTS = PromptBook.for_package("kgqa.methods.fog")
+#: How a user gets a scorer for a KG that has none (the end of the errors that say so).
+HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` and pass "
+                "`--method-config scorer=MODELDIR`")
 #: an answer type this likely is one the question asks for (the typed retry's trigger and target)
 TYPED_RETRY_P = 0.5
 
@@ -261,7 +257,7 @@ class FoGConfig(MethodConfig):
     @field_validator("scorer")
     @classmethod
     def _scorer_dir(cls, value: str | None) -> str | None:
-        return check_scorer_dir(value, what="FoG scorer")
+        return check_scorer_dir(value, what="FoG scorer", how_to_train=HOW_TO_TRAIN)
 
     @field_validator("answer_types")
     @classmethod
@@ -304,11 +300,12 @@ class FoG(KGQAMethod):
     name = "fog"
     summary = "Foresight-over-Graph: trained foresight triple scorer, far-to-near feedback propagation, LLM memory subgraph"
     Config: ClassVar[type[MethodConfig]] = FoGConfig
+    trainers = TRAINERS
     config: FoGConfig
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
-        self._loader = ScorerLoader(self.config.scorer, method="fog")
+        self._loader = ScorerLoader(self.config.scorer, method="fog", how_to_train=HOW_TO_TRAIN)
         self._types: tuple[AnswerTypes, Any] | None = None
         cfg = self.config
         self.reading = GraphReading(

@@ -56,6 +56,7 @@ from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
 from kgqa.methods.llm_only import answer_alone, generate_answers
 from kgqa.methods.registry import register_method
+from kgqa.methods.srp.trainer import TRAINERS
 from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, resolve_pruner
 from kgqa.steps.relations import describe_hop
@@ -138,6 +139,7 @@ class SRP(KGQAMethod):
     name = "srp"
     summary = "Self-Reflective Planning: references, relation check, path instantiation, a judge and an editor in a loop"
     Config: ClassVar[type[MethodConfig]] = SRPConfig
+    trainers = TRAINERS
     config: SRPConfig
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
@@ -145,7 +147,7 @@ class SRP(KGQAMethod):
         self._base: Any = None
         self._retrieval_embedder: Any = None
         if self.config.references is not None and self.config.use_references:
-            from kgqa.steps.references import ReferenceBase
+            from kgqa.methods.srp.references import ReferenceBase
 
             self._base = ReferenceBase.load(self.config.references)  # a bad directory fails here, naming it
 

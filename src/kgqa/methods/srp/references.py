@@ -1,8 +1,8 @@
 """SRP's reference base: solved questions (question, relation path, answers) a planner reads as worked examples.
 
 A base is drawn once from checked candidates (each a question whose gold relation chain, run on the KG from its topic
-entities, reaches at least one of its gold answers; the check lives in :func:`kgqa.eval.gold_paths.check_candidates`,
-since steps never read benchmarks) and written to a directory by ``kgqa train srp`` (docs/srp.md):
+entities, reaches at least one of its gold answers: :func:`check_candidates`) and written to a directory by ``kgqa
+train srp`` (docs/srp.md):
 
 * the candidates' questions are embedded (all-MiniLM-L6-v2 in practice; any :class:`~kgqa.text.base.Embedder`) and
   clustered by k-means (scikit-learn, ``n_init=10``, ``random_state=seed``);
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -27,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from kgqa.errors import ConfigError, KGQAError
-from kgqa.kg.base import parse_chain
+from kgqa.core import Question
+from kgqa.datasets.gold_chains import answer_keys, gold_chain
+from kgqa.errors import ConfigError, KGError, KGQAError
+from kgqa.kg.base import KnowledgeGraph, format_chain, parse_chain
 from kgqa.normalize import fold
 from kgqa.text.base import Embedder, l2_normalize
 
@@ -373,3 +376,75 @@ def _read_embeddings(path: Path) -> np.ndarray:
     if vectors.dtype != np.float32 or vectors.ndim != 2:
         raise ConfigError(f"{path}: expected a 2-D float32 array, found {vectors.ndim}-D {vectors.dtype}")
     return vectors
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Reference candidates: questions whose gold chain, run on the KG, reaches a gold answer
+
+#: Why a question is not a reference candidate (the keys of :func:`check_candidates`' counts).
+NO_CHAIN = "no gold chain"
+NO_TOPIC = "no topic entity"
+NO_ANSWER = "no gold answer"
+TOPIC_NOT_IN_KG = "topic not in the KG"
+RELATION_NOT_IN_KG = "relation of the chain not in the KG"
+CHAIN_FAILED = "chain refused by the KG"
+CHAIN_TRUNCATED = "chain result truncated before a gold answer"
+CHAIN_MISSES = "chain reaches no gold answer"
+DUPLICATE = "same text as an earlier question"
+#: Cap on the entities one checked chain may return (MetaQA's widest 3-hop chains stay far below it).
+CHECK_LIMIT = 100_000
+
+
+def check_candidates(questions: Sequence[Question], kg: KnowledgeGraph, *,
+                     max_answers: int = MAX_ANSWERS) -> tuple[list[Reference], Counter[str]]:
+    """The reference candidates among ``questions``: each question's gold chain (:func:`gold_chain`) is run on ``kg``
+    from its topic entities, and the question is kept when the chain reaches at least one of its gold answers. Returns
+    the kept ones as :class:`Reference` (path in :func:`~kgqa.kg.base.format_chain` form, the
+    reached gold answer names, at most ``max_answers``, in gold order) and how many were dropped for each reason (the
+    module's constants; a question is counted once, under the first reason that applies, and a repeated question text
+    keeps only its first checked occurrence)."""
+    kept: list[Reference] = []
+    dropped: Counter[str] = Counter()
+    known_relations: dict[str, bool] = {}
+    texts: set[str] = set()
+    for question in questions:
+        chain = gold_chain(question)
+        if chain is None or not chain:
+            dropped[NO_CHAIN] += 1
+            continue
+        if not question.topic_entities:
+            dropped[NO_TOPIC] += 1
+            continue
+        answers = answer_keys(question)
+        if not answers:
+            dropped[NO_ANSWER] += 1
+            continue
+        topics = [t for t in question.topic_entities if kg.has_entity(t.id)]
+        if not topics:
+            dropped[TOPIC_NOT_IN_KG] += 1
+            continue
+        for hop in chain:
+            if hop.relation not in known_relations:
+                known_relations[hop.relation] = kg.has_relation(hop.relation)
+        if not all(known_relations[hop.relation] for hop in chain):
+            dropped[RELATION_NOT_IN_KG] += 1
+            continue
+        try:
+            result = kg.run_chain([t.id for t in topics], chain, limit=CHECK_LIMIT)
+        except KGError:
+            dropped[CHAIN_FAILED] += 1
+            continue
+        reached = set(result.entities)
+        names = [name for key, name in answers.items() if key in reached]
+        if not names:
+            dropped[CHAIN_TRUNCATED if result.truncated else CHAIN_MISSES] += 1
+            continue
+        key = normalize_question(question.text)
+        if key in texts:
+            dropped[DUPLICATE] += 1
+            continue
+        texts.add(key)
+        kept.append(Reference(id=question.id, question=question.text, topics=[t.name for t in topics],
+                              path=format_chain(chain), answers=list(dict.fromkeys(names))[:max_answers],
+                              dataset=str(question.metadata.get("dataset") or "")))
+    return kept, dropped

@@ -24,7 +24,7 @@ pull is recorded by :meth:`ContextBandit.update` (so the counts, the means and t
 
 The reward of one revision (:func:`revision_reward`) is ``0.3 validation + 0.3 quality + 0.2 alignment + 0.2
 coherence`` (:func:`reward_parts`: four embedding cosines mapped to [0, 1]), minus 0.5 when the second checker
-(:mod:`kgqa.steps.contradiction`) finds a contradiction. An empty revision (:func:`is_empty_revision`) has no parts:
+(:mod:`kgqa.methods.vog.contradiction`) finds a contradiction. An empty revision (:func:`is_empty_revision`) has no parts:
 its reward is only the penalty, -0.1 (-0.6 with a checker failure). It is fused with the answer consistency across
 candidate plans (:func:`fuse_reward`): ``lambda = 0.4 * exp(-H)``, ``nu = (1 - lambda) * nu_local + lambda * nu_conf``.
 """

@@ -11,7 +11,7 @@
 3. **Verification**: one call compares the predicted observation with the KG observation and replies JSON
    ``{revise, reason, revised_observation}``; the second checker (``checker``) tests the prediction against the
    observation for contradiction; either one asks for a revision. An empty observation always does.
-4. **Revision with a context bandit** (:mod:`kgqa.steps.bandit`): arms Local (the step's KG observation), Lookahead
+4. **Revision with a context bandit** (:mod:`kgqa.methods.vog.bandit`): arms Local (the step's KG observation), Lookahead
    (plus the relations the reached entities open), Global (the whole plan and every observation so far); UCB
    with the paper's bonuses and penalties; the revision rewrites the plan from the current step, which is retrieved
    and verified again; its reward (four embedding similarities, the checker, an empty revision) fused with the
@@ -221,8 +221,8 @@ class _Run:
 
     def __init__(self, cfg: VoGConfig, question: Question, ctx: MethodContext, topics: list[str],
                  topic_names: list[str]) -> None:
-        from kgqa.steps.bandit import BanditSettings, ContextBandit
-        from kgqa.steps.contradiction import load_checker
+        from kgqa.methods.vog.bandit import BanditSettings, ContextBandit
+        from kgqa.methods.vog.contradiction import load_checker
 
         # Every call goes through the budget (re-asks included); the answer call gets one call of its own on top.
         self.llm = BudgetedModel(ctx.llm, cfg.max_calls - 1,
@@ -395,7 +395,7 @@ class _Run:
         return revise
 
     def _revise(self, plan: list[PlanStep], index: int, lines: list[str], kept: list[WalkPath]) -> list[PlanStep] | None:
-        from kgqa.steps.bandit import answer_consistency, fuse_reward, normalized_entropy, revision_reward, reward_parts
+        from kgqa.methods.vog.bandit import answer_consistency, fuse_reward, normalized_entropy, revision_reward, reward_parts
 
         entropy = normalized_entropy(self.candidate_answers)
         choice = self.bandit.choose(entropy=entropy, entity_repeats=self._repeats,

@@ -316,7 +316,7 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     ending where nothing leads on (a film with no listed director) cannot make an intermediate pattern the answer
     pattern; the answers within the pattern are chosen as before. ``pattern_prior`` (a pattern -> factor in [0, 1])
     multiplies every walk's value before the answer pattern is chosen: what the question says of its answer (an
-    answer-type model, :mod:`kgqa.steps.foresight.answer_types`) against what a pattern's end is.
+    answer-type model, :mod:`kgqa.methods.fog.answer_types`) against what a pattern's end is.
     ``statement_counts`` (the KG's :meth:`~kgqa.kg.base.KnowledgeGraph.statement_counts`) breaks the ties support
     leaves: each walk counts as the product of how often the source asserted its edges, so of two answers of a merged
     entity (MetaQA's remakes of one title) the one asserted for both films ranks first. Returns (answers, potential
@@ -417,50 +417,3 @@ def _edge_statement_counts(graph: ExpandedGraph, paths: Sequence[Path],
     edges = sorted({e for path in paths for e in path.edges})
     counts = statement_counts([graph.triples[e] for e in edges])
     return {e: c for e, c in zip(edges, counts, strict=True) if c > 1}
-
-
-@dataclass(frozen=True)
-class GraphReading:
-    """FoG's graph-mode reading: the expansion's and the ranking's settings in one place. FoG's settings default to
-    :data:`READING` and the trainer's answer validation reads with it, so a model card measures what the method does
-    (the values were tuned on MetaQA dev: docs/fog.md)."""
-
-    hops: int = 3
-    tau_e: float = 0.02
-    tau_p: float = 0.7
-    orientation: Orientation = "layered"
-    caps: Caps = Caps()
-    seed_floor: bool = True
-    ratio: float = 0.5
-    within: Literal["potential", "expanded"] = "expanded"
-    combine: Literal["product", "min", "min_last"] = "min_last"
-    simple: bool = False
-    by_support: bool = True
-    continuation: Literal["path", "pattern"] = "pattern"
-    by_records: bool = True
-
-    def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
-               skip: Collection[Triple] = (), filter_scores: bool = True,
-               typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None,
-               floor_every_layer: bool = False) -> ExpandedGraph:
-        """:func:`expand` with this reading's hop budget, tau_e (unless ``tau_e`` is given), orientation, caps and
-        seed floor."""
-        return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e if tau_e is None else tau_e,
-                      orientation=self.orientation,
-                      caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor,
-                      typed_ends=typed_ends, floor_every_layer=floor_every_layer)
-
-    def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
-             pattern_prior: PatternPrior | None = None,
-             statement_counts: StatementCounts | None = None) -> tuple[list[RankedAnswer], list[int]]:
-        """:func:`rank_answers` with this reading's tau_p, ratio, edges read, path score, path rule and
-        continuation rule (and the question's answer-type prior, when given; the KG's statement counts as the tie-break
-        after support when given and ``by_records``)."""
-        return rank_answers(graph, self.tau_p, ratio=self.ratio, by_support=self.by_support, answerable=answerable,
-                            within=self.within, combine=self.combine, simple=self.simple,
-                            continuation=self.continuation, pattern_prior=pattern_prior,
-                            statement_counts=statement_counts if self.by_records else None)
-
-
-#: the default reading (FoG's defaults)
-READING = GraphReading()

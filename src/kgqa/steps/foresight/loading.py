@@ -1,8 +1,9 @@
-"""Loading a trained foresight scorer and the label vectors it reads, once per method object (FoG, ``chains``).
+"""Loading a trained foresight scorer and the label vectors it reads, once per method object.
 
-The scorer comes from a directory (``kgqa train fog --out DIR``) or, on the demo KG with none configured, from the
-artifact store (the demo scorer, :mod:`kgqa.steps.foresight.demo`). Label vectors are per KG and use the encoder the
-scorer was trained with, from the ``label-embeddings`` artifact when the store has the KG's names.
+The scorer comes from a directory (a trained scorer or an ensemble of them) or, on the demo KG with none configured,
+from the artifact store: the artifact :data:`DEMO_SCORER`, whose recipe the method that trains scorers registers. Label
+vectors are per KG and use the encoder the scorer was trained with, from the ``label-embeddings`` artifact when the
+store has the KG's names.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from typing import Any
 from kgqa.core import MethodContext
 from kgqa.errors import ConfigError
 
-__all__ = ["ScorerLoader", "check_scorer_dir"]
+__all__ = ["DEMO_SCORER", "ScorerLoader", "check_scorer_dir"]
+
+#: The artifact holding the demo KG's own scorer (built on first use into the artifact store).
+DEMO_SCORER = "fog-demo-scorer"
 
 
-def check_scorer_dir(value: str | None, *, what: str = "FoG scorer") -> str | None:
+def check_scorer_dir(value: str | None, *, what: str, how_to_train: str) -> str | None:
     """A config value naming a scorer directory, checked early (a settings error rather than a failed question)."""
     from kgqa.steps.foresight.scorer import ENSEMBLE, META, WEIGHTS
 
@@ -27,16 +31,19 @@ def check_scorer_dir(value: str | None, *, what: str = "FoG scorer") -> str | No
             return value  # an ensemble of scorers: its members are checked when it loads
         if not (path / META).is_file() or not (path / WEIGHTS).is_file():
             raise ValueError(f"{value!r} is not a {what} directory (expected {META} and {WEIGHTS}, or "
-                             f"{ENSEMBLE}; make one with `kgqa train fog ... --out DIR`)")
+                             f"{ENSEMBLE}; {how_to_train})")
     return value
 
 
 class ScorerLoader:
-    """Thread-safe cache of (scorer, label vectors) for one configured scorer path (None: the demo scorer)."""
+    """Thread-safe cache of (scorer, label vectors) for one configured scorer path (None: the demo scorer).
 
-    def __init__(self, path: str | None, *, method: str) -> None:
+    ``how_to_train`` ends the error a KG without a scorer gets (the method knows the command that trains one)."""
+
+    def __init__(self, path: str | None, *, method: str, how_to_train: str) -> None:
         self.path = path
         self.method = method
+        self.how_to_train = how_to_train
         self._lock = threading.Lock()
         self._scorer: Any = None
         self._labels: dict[int, Any] = {}
@@ -68,8 +75,5 @@ class ScorerLoader:
             if ctx.artifacts is None:
                 raise ConfigError(f"{self.method}: the demo scorer is built in the artifact store, and this context "
                                   "has none")
-            from kgqa.steps.foresight.demo import demo_scorer
-
-            return demo_scorer(ctx)
-        raise ConfigError(f"{self.method} needs a trained scorer for this KG: train one with `kgqa train fog --dataset "
-                          "NAME --split dev --kg KG --out MODELDIR` and pass `--method-config scorer=MODELDIR`")
+            return ctx.artifacts.get(DEMO_SCORER)
+        raise ConfigError(f"{self.method} needs a trained scorer for this KG: {self.how_to_train}")

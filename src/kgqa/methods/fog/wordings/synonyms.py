@@ -1,6 +1,6 @@
 """Synonym copies: training questions with their words swapped for WordNet synonyms, a paraphraser that runs offline.
 
-The composed wordings (:mod:`kgqa.steps.foresight.wordings`) vary a question's structure with a hand-written phrase
+The composed wordings (:mod:`kgqa.methods.fog.wordings`) vary a question's structure with a hand-written phrase
 table; the words stay the table author's. A scorer that met "written" and "films" only misreads "penned" and "pictures"
 (docs/fog.md: most misses left on the reworded sets are such words). A lexical database supplies the other words
 without anyone choosing them: :class:`WordNet` reads the noun and verb synsets of a WordNet 3.x database directory

@@ -6,7 +6,7 @@ comma-separated, ``^`` for a hop walked backward (``"^starred_actors,directed_by
 an actor starred in, MetaQA's ``actor_to_movie_to_director``).
 :meth:`ChainTemplates.compose` picks one template of the question's chain with the caller's seeded ``random.Random``.
 
-Where the phrase table (:mod:`kgqa.steps.foresight.wordings`) composes noun phrases, templates carry whole frames:
+Where the phrase table (:mod:`kgqa.methods.fog.wordings`) composes noun phrases, templates carry whole frames:
 relative clauses ("whoever wrote"), passives, possessives and imperatives that nesting phrases cannot write.
 Three files are packaged (a test checks that none shares a wording with the reworded evaluation sets,
 ``metaqa-reworded-*``, test, dev and dev2):
@@ -56,7 +56,7 @@ class ChainTemplates:
     def load(cls, spec: str) -> ChainTemplates:
         """A packaged file by name (``metaqa``: ``metaqa_templates.json``; ``metaqa_many``, ``metaqa_many2``) or a
         JSON file by path."""
-        from kgqa.steps.foresight.wordings import read_wordings_file
+        from kgqa.methods.fog.wordings import read_wordings_file
 
         text, name = read_wordings_file(spec, SUFFIX, "template wordings", "file")
         try:
