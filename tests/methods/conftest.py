@@ -1,16 +1,16 @@
-"""Fixtures shared by the method tests: a tiny foresight scorer trained on the kit's movie KG (FoG, chains)."""
+"""Fixtures shared by the method tests: a tiny foresight scorer trained on the kit's movie KG (FoG, chains).
+
+torch is imported only when a scorer fixture is used, so the tests of methods that need no torch (IO, CoT, CCoR, ...)
+run without it (tests/methods/test_without_torch.py checks that they do).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import torch
 
 from kgqa.kg.base import parse_chain
-from kgqa.methods.fog.training import TrainingQuestion, TrainSettings, train_scorer
-from kgqa.steps.foresight.model import NetSpec
-from kgqa.steps.foresight.scorer import LabelVectors
 from kgqa.testing import offline_embedder, shared_movie_kg
 
 KIT_ENCODER = "hash:64"
@@ -31,6 +31,12 @@ def kit_scorer_dir_seed1(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def train_kit_scorer(out: Path, *, seed: int) -> Path:
+    import torch
+
+    from kgqa.methods.fog.training import TrainingQuestion, TrainSettings, train_scorer
+    from kgqa.steps.foresight.model import NetSpec
+    from kgqa.steps.foresight.scorer import LabelVectors
+
     kg = shared_movie_kg()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
