@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
@@ -18,7 +19,6 @@ import pytest
 from kgqa.cli import main
 from kgqa.datasets import load_dataset
 from kgqa.kg.servers import free_port
-from kgqa.llm import Recorder
 
 
 class _SilentServer:
@@ -181,15 +181,23 @@ def test_a_run_with_some_answers_still_exits_zero(tmp_path: Path) -> None:
 
 def test_workers_raise_the_openai_clients_concurrency_unless_it_is_set(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from kgqa.eval.runner import _load_llm
+    from kgqa.eval.runner import _llm_options, _note_concurrency
+    from kgqa.methods.context import Resources
 
     spec = f"openai:m@http://127.0.0.1:{free_port()}/v1"
+
+    def load(workers: int) -> Any:
+        """The run's model as run_eval loads it for ``workers``, with its note on stderr."""
+        model = Resources(llm=spec, llm_options=_llm_options(spec, {"cache": False}, workers)).model()
+        _note_concurrency(model, workers)
+        return model
+
     monkeypatch.delenv("KGQA_LLM_CONCURRENCY", raising=False)
-    assert _load_llm(None, spec, Recorder(), {"cache": False}, workers=32).max_concurrency == 32
-    assert _load_llm(None, spec, Recorder(), {"cache": False}, workers=1).max_concurrency == 8
+    assert load(32).max_concurrency == 32
+    assert load(1).max_concurrency == 8
     assert "note" not in capsys.readouterr().err
     monkeypatch.setenv("KGQA_LLM_CONCURRENCY", "4")
-    assert _load_llm(None, spec, Recorder(), {"cache": False}, workers=32).max_concurrency == 4
+    assert load(32).max_concurrency == 4
     err = capsys.readouterr().err
     assert err.count("32 workers, but at most 4 model requests run at once") == 1
 

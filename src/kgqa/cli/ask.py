@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from kgqa import config
-from kgqa.core import MethodContext, Question, TopicEntity
+from kgqa.core import Question, TopicEntity
 from kgqa.errors import ConfigError
 
 
@@ -47,39 +47,26 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
                 method_config: tuple[str, ...], llm_spec: str | None, embedder: str, topics: tuple[str, ...], seed: int,
                 as_json: bool, trace_file: Path | None) -> None:
     """Answer QUESTION over a KG, offline by default (demo KG, local model)."""
-    from kgqa import llm as llm_layer
     from kgqa.llm.accounting import Recorder
     from kgqa.methods import get_method, parse_method_config
     from kgqa.methods.base import method_explanation, method_needs, solve
+    from kgqa.methods.context import Resources, build_context
+    from kgqa.steps.linking import question_text
 
     if not question.strip():
         raise ConfigError("the question is empty")
     method_name = str(config.get("method", method))
     runner = get_method(method_name, **parse_method_config(method_config, method=method_name))
-    spec = str(config.get("llm", llm_spec))
-    needs = method_needs(runner, spec)
-    recorder = Recorder()
-    kg: Any = None
-    topic_entities: list[TopicEntity] = []
-    linking: dict[str, Any] = {}  # what entity linking chose and its runners-up, when it ran
-    if needs.kg:
-        from kgqa.kg import open_kg
-
-        kg = open_kg(str(config.get("kg", kg_spec)), schema=schema)
-        topic_entities = _topics(kg, question, topics, linking)
-    elif kg_spec or schema or topics:
+    resources = Resources(kg=kg_spec, llm=llm_spec, embedder=embedder, schema=schema,
+                          progress=lambda message: click.echo(f"kgqa: {message}", err=True))
+    needs = method_needs(runner, resources.llm_spec)
+    if not needs.kg and (kg_spec or schema or topics):
         click.echo(f"kgqa: warning: {method_name} uses no KG; --kg, --schema and --topic are ignored", err=True)
-    model: Any = llm_layer.load(spec, recorder=recorder) if needs.llm else None
-    text_embedder = None
-    if needs.embedder:
-        from kgqa.text import load_embedder
-
-        text_embedder = load_embedder(embedder)
-    from kgqa.steps.linking import question_text
-
+    recorder = Recorder()
+    ctx = build_context(needs, resources, seed=seed, recorder=recorder)
+    linking: dict[str, Any] = {}  # what entity linking chose and its runners-up, when it ran
+    topic_entities = _topics(ctx.kg, question, topics, linking) if needs.kg else []
     q = Question(id="ask", text=question_text(question), topic_entities=topic_entities)
-    ctx = MethodContext(kg=kg, llm=model, embedder=text_embedder, seed=seed, recorder=recorder,
-                        artifacts=_artifact_store(needs.artifacts))
     prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
     explanation = method_explanation(runner, prediction)
     payload: dict[str, Any] = {"question": question, "method": method_name,
@@ -107,12 +94,3 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     usage = prediction.usage
     click.echo(f"llm: {usage.get('calls', 0)} calls, {usage.get('prompt_tokens', 0)} prompt + "
                f"{usage.get('completion_tokens', 0)} completion tokens")
-
-
-def _artifact_store(names: tuple[str, ...]) -> Any:
-    """The artifact store, opened only for a method that names artifacts."""
-    if not names:
-        return None
-    from kgqa.artifacts import ArtifactStore
-
-    return ArtifactStore(progress=lambda message: click.echo(f"kgqa: {message}", err=True))

@@ -52,6 +52,7 @@ from kgqa.datasets import dataset_root, load_dataset
 from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
+from kgqa.eval.progress import RunProgress
 from kgqa.eval.rundir import (
     CONFIG_FILE,
     REPORT_FILE,
@@ -70,8 +71,9 @@ from kgqa.eval.rundir import (
     write_json,
 )
 from kgqa.eval.summary import summarize_run
-from kgqa.llm.accounting import RecordedModel, Recorder
+from kgqa.llm.accounting import Recorder
 from kgqa.methods.base import Method, Needs, attach_run_facts, method_config_dump, method_needs, solve
+from kgqa.methods.context import Resources, build_context
 from kgqa.methods.registry import get_method, parse_method_config
 from kgqa.provenance import source_commit
 
@@ -142,12 +144,6 @@ def _check_limit(limit: int | None) -> None:
         raise ConfigError(f"--limit must be a non-negative integer, got {limit!r}")
 
 
-def _spec_of(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return str(getattr(value, "name", None) or type(value).__name__)
-
-
 def _build_method(method: str | Method | None, settings: Mapping[str, Any]) -> tuple[Method, str]:
     """The method object and its name: a name (None: the config's ``method``) is built from validated settings."""
     if method is None:
@@ -158,41 +154,6 @@ def _build_method(method: str | Method | None, settings: Mapping[str, Any]) -> t
     if settings:
         raise ConfigError("method_config is for a method given by name; configure the method object itself")
     return method, str(getattr(method, "name", None) or type(method).__name__)
-
-
-def _load_llm(llm: str | ChatModel | None, spec: str | None, recorder: Recorder,
-              options: Mapping[str, Any] | None, workers: int = 1) -> ChatModel:
-    """The chat model of the run, recorded by ``recorder``: loaded from ``spec``, or the given model wrapped.
-
-    An OpenAI-compatible endpoint gets at least ``workers`` requests in flight unless ``llm_concurrency`` is set: its
-    default of 8 would otherwise cap ``--workers 32`` silently. A set limit below ``workers`` is said once.
-    """
-    if llm is None or isinstance(llm, str):
-        from kgqa import config
-        from kgqa import llm as llm_layer
-
-        opts = dict(options or {})
-        backend = str(spec).partition(":")[0].strip().lower()
-        if (backend == "openai" and workers > 1 and "max_concurrency" not in opts
-                and config.get("llm_concurrency") in (None, "")):
-            opts["max_concurrency"] = max(8, workers)
-        model = llm_layer.load(str(spec), recorder=recorder, **opts)
-    else:
-        model = RecordedModel(llm, recorder)
-    limit = getattr(model, "max_concurrency", None)
-    if isinstance(limit, int) and not isinstance(limit, bool) and limit < workers:
-        print(f"kgqa: note: {workers} workers, but at most {limit} model requests run at once (llm_concurrency / "
-              "KGQA_LLM_CONCURRENCY); raise it to use every worker", file=sys.stderr)
-    return model
-
-
-def _artifact_store(needs: Needs) -> Any:
-    """The artifact store, for a method that names artifacts; a build it starts says so on stderr."""
-    if not needs.artifacts:
-        return None
-    from kgqa.artifacts import ArtifactStore
-
-    return ArtifactStore(progress=lambda message: print(f"kgqa: {message}", file=sys.stderr))
 
 
 def _check_resume(run_dir: Path, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -254,7 +215,8 @@ class _Solver:
 
     def __init__(self, method: Method, base: MethodContext, recorder: Recorder, *, record_calls: bool = False) -> None:
         self.method = method
-        self.base = base
+        # every KG call's time counts against the question being answered
+        self.base = dataclasses.replace(base, kg=TimedKG(base.kg)) if base.kg is not None else base
         self.recorder = recorder
         self.record_calls = record_calls
 
@@ -302,51 +264,6 @@ class _Solver:
         return row, trace_row
 
 
-class _Progress:
-    """Running Hits@1 and cost over every row of the run (earlier rows included), shown on a tqdm bar on stderr."""
-
-    def __init__(self, total: int, rows: Sequence[Mapping[str, Any]], *, enabled: bool, label: str) -> None:
-        self.n = len(rows)
-        self.hits = sum(float(r.get("hit1", 0.0)) for r in rows)
-        self.calls = sum(int(r.get("llm_calls", 0)) for r in rows)
-        self.tokens = sum(int(r.get("prompt_tokens", 0)) + int(r.get("completion_tokens", 0)) for r in rows)
-        self.errors = sum(1 for r in rows if r.get("error"))
-        self.bar: Any = None
-        self._last = 0.0
-        if enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=self.n, desc=label, unit="q", file=sys.stderr, dynamic_ncols=True,
-                            mininterval=0.25, smoothing=0.05)
-            self._postfix(force=True)
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        self.n += 1
-        self.hits += float(row.get("hit1", 0.0))
-        self.calls += int(row.get("llm_calls", 0))
-        self.tokens += int(row.get("prompt_tokens", 0)) + int(row.get("completion_tokens", 0))
-        self.errors += 1 if row.get("error") else 0
-        if self.bar is not None:
-            self._postfix()
-            self.bar.update(1)
-
-    def _postfix(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last < 0.25:
-            return  # formatting the postfix on every question would cost more than the rest of the bar
-        self._last = now
-        n = max(self.n, 1)
-        text = f"hits@1={100 * self.hits / n:.1f}% calls={self.calls} ({self.calls / n:.1f}/q) tok={self.tokens:,}"
-        if self.errors:
-            text += f" errors={self.errors}"
-        self.bar.set_postfix_str(text, refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self._postfix(force=True)
-            self.bar.close()
-
-
 def run_eval(
     dataset: str,
     *,
@@ -378,18 +295,74 @@ def run_eval(
 
     ``method`` is a registered name built with ``method_config`` (None: the config's ``method``) or a method object
     (whose own config is recorded; ``method_config`` is then refused). What the method needs (``method_needs``)
-    decides what is loaded: ``llm`` a model spec (default: config ``llm``) or a chat model, only if it needs an LLM;
-    ``kg`` a KG spec or object (default: config ``kg``), only if it needs a KG; ``embedder`` a spec or object, only if
-    it needs an embedder. ``questions`` replaces the dataset loader (``dataset`` is then only a label). ``limit`` takes
-    the first N questions in file order, or a seeded random N with ``shuffle``. ``fsync`` is the durability of
-    results.jsonl (see :class:`ResultsWriter`). ``record_calls`` keeps every LLM call's prompt and reply in the
-    question's traces.jsonl line (``llm_calls``; the trace viewer shows them). ``on_row`` is called with each row once
-    written. Raises
-    :class:`~kgqa.errors.ConfigError` for a bad method setting (before anything is written), :class:`RunDirError` for
-    an unusable RUNDIR and :class:`RunStopped` after too many consecutive failures.
+    decides what is loaded (:func:`kgqa.methods.context.build_context`): ``llm`` a model spec (default: config
+    ``llm``) or a chat model, only if it needs an LLM; ``kg`` a KG spec or object (default: config ``kg``), only if it
+    needs a KG; ``embedder`` a spec or object, only if it needs an embedder. ``questions`` replaces the dataset loader
+    (``dataset`` is then only a label). ``limit`` takes the first N questions in file order, or a seeded random N with
+    ``shuffle``. ``fsync`` is the durability of results.jsonl (see :class:`ResultsWriter`). ``record_calls`` keeps
+    every LLM call's prompt and reply in the question's traces.jsonl line (``llm_calls``; the trace viewer shows
+    them). ``on_row`` is called with each row once written. Raises :class:`~kgqa.errors.ConfigError` for a bad method
+    setting (before anything is written), :class:`RunDirError` for an unusable RUNDIR and :class:`RunStopped` after
+    too many consecutive failures.
     """
-    started_wall = time.time()
-    started = time.perf_counter()
+    started_wall, started = time.time(), time.perf_counter()
+    _check_arguments(limit, workers, resume, retry_errors, fsync)
+    settings = dict(method_config or {})
+    method_obj, method_name = _build_method(method, settings)
+    run_dir = Path(out).expanduser()
+    if not resume:
+        refuse_non_empty(run_dir)  # before loading anything: a mistyped --out should fail fast
+    resources = Resources(kg=kg, llm=llm, embedder=embedder, kg_options=dict(kg_options or {}),
+                          capture_calls=record_calls, progress=_say)
+    needs = method_needs(method_obj, resources.llm_spec)
+    resources.llm_options = _llm_options(resources.llm_spec, llm_options, workers) if needs.llm else {}
+    selected = _questions(dataset, split, data_dir, questions, limit, seed, shuffle)
+    # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
+    recorder = Recorder()
+    base = build_context(needs, resources, seed=seed, recorder=recorder)
+    _note_concurrency(base.llm, workers)
+    run_config = _run_config(dataset, split, method_name, settings, method_config_dump(method_obj) or settings,
+                             needs, resources, seed=seed, shuffle=shuffle, limit=limit, workers=workers,
+                             data_dir=None if questions is not None else str(dataset_root(dataset, data_dir)),
+                             selected=len(selected), started_wall=started_wall)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"--out {run_dir} exists and is not a directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with run_dir_lock(run_dir):
+            pending, previous, run_config = _open_run(run_dir, run_config, selected, base.kg, resume=resume,
+                                                      retry_errors=retry_errors)
+            solver = _Solver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None)
+            bar = RunProgress(len(selected), [r for r in previous if r["id"] in {q.id for q in selected}],
+                            enabled=progress, label=f"{method_name} {dataset}")
+            loop = _RunLoop(run_dir, bar, on_row, max_consecutive_failures, kg=run_config.get("kg"), fsync=fsync)
+            loop.answer(pending, solver, workers)
+            _record_endpoint(run_dir, run_config, base.llm)
+            summary = summarize_run(run_dir, report=report, run_facts=_run_facts(
+                loop, selected, pending, workers, started, base.artifacts))
+    finally:
+        with contextlib.suppress(Exception):  # closing is best effort; the results are written
+            resources.close()
+    return _finished(run_dir, summary, selected, pending, loop, report, started)
+
+
+def _run_facts(loop: _RunLoop, selected: Sequence[Question], pending: Sequence[Question], workers: int,
+               started: float, artifacts: Any) -> dict[str, Any]:
+    """How this invocation went, for summary.json: counts, times, whether it stopped, the artifacts it used."""
+    return {
+        "wall_s": round(time.perf_counter() - started, 3), "loop_s": round(loop.seconds, 3),
+        "answered": loop.answered, "failed": loop.failed, "skipped": len(selected) - len(pending),
+        "selected": len(selected), "workers": workers,
+        "questions_per_s": round(loop.answered / loop.seconds, 2) if loop.seconds > 0 and loop.answered else None,
+        "complete": loop.answered == len(pending), "stopped": loop.stop_reason,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        # which trained or built artifacts the answers came from (name and content digest)
+        "artifacts": [{"name": ref.name, "digest": ref.digest} for ref in artifacts.used()] if artifacts else [],
+    }
+
+
+def _check_arguments(limit: int | None, workers: int, resume: bool, retry_errors: bool, fsync: str) -> None:
+    """The run's own arguments, checked before anything is loaded."""
     _check_limit(limit)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"--workers must be a positive integer, got {workers!r}")
@@ -397,143 +370,121 @@ def run_eval(
         raise ConfigError("--retry-errors only makes sense with --resume")
     if fsync not in ResultsWriter.MODES:
         raise ConfigError(f"fsync must be one of {', '.join(ResultsWriter.MODES)}, got {fsync!r}")
-    settings = dict(method_config or {})
-    method_obj, method_name = _build_method(method, settings)
-    resolved_config = method_config_dump(method_obj) or settings  # a plain object without a config: what was given
-    run_dir = Path(out).expanduser()
-    if not resume:
-        refuse_non_empty(run_dir)  # before loading anything: a mistyped --out should fail fast
-    llm_spec = _spec_of(llm) if llm is not None else str(config.get("llm"))
-    needs = method_needs(method_obj, llm_spec)
-    if not needs.llm:
-        llm_spec = None
-    kg_spec = (_spec_of(kg) if kg is not None else str(config.get("kg"))) if needs.kg else None
-    if needs.embedder and embedder is None:
-        raise ConfigError(f"method {method_name!r} needs an embedder; give one (--embedder SPEC)")
 
-    if questions is None:
-        selected = _select(dataset, split, data_dir, limit, seed, shuffle)
-    else:
-        selected = _sample(questions, limit, seed, shuffle)
+
+def _say(message: str) -> None:
+    """A line for the user on stderr (an artifact build, a note on the run's settings)."""
+    print(f"kgqa: {message}", file=sys.stderr)
+
+
+def _questions(dataset: str, split: str, data_dir: str | os.PathLike[str] | None,
+               questions: Sequence[Question] | None, limit: int | None, seed: int, shuffle: bool) -> list[Question]:
+    """The questions of the run (the dataset's, or those given), each id once."""
+    selected = _select(dataset, split, data_dir, limit, seed, shuffle) if questions is None else \
+        _sample(questions, limit, seed, shuffle)
     seen: set[str] = set()
     for q in selected:
         if q.id in seen:
             raise DataError(f"question id {q.id!r} occurs twice in {dataset}/{split}; results are keyed by id")
         seen.add(q.id)
+    return selected
 
-    # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
-    recorder = Recorder()
-    model = _load_llm(llm, llm_spec, recorder, llm_options, workers) if needs.llm else None
-    if record_calls and model is not None:
-        from kgqa.llm.calls import CapturingModel
 
-        model = CapturingModel(model)  # every call's prompt and reply into the question's trace line
-    kg_obj: Any = None
-    owns_kg = False
-    if needs.kg and kg is not None and not isinstance(kg, str):
-        kg_obj = kg
-    elif kg_spec is not None:
-        from kgqa.kg import open_kg
+def _llm_options(spec: str, given: Mapping[str, Any] | None, workers: int) -> dict[str, Any]:
+    """The model's options: an OpenAI-compatible endpoint gets at least ``workers`` requests in flight unless
+    ``llm_concurrency`` is set (its default of 8 would otherwise cap ``--workers 32`` silently)."""
+    options = dict(given or {})
+    backend = str(spec).partition(":")[0].strip().lower()
+    if (backend == "openai" and workers > 1 and "max_concurrency" not in options
+            and config.get("llm_concurrency") in (None, "")):
+        options["max_concurrency"] = max(8, workers)
+    return options
 
-        if kg_options and not str(kg_spec).strip().startswith(("http://", "https://", "endpoint:")):
-            raise ConfigError(f"SPARQL options ({', '.join(sorted(kg_options))}) were given but the KG {kg_spec!r} is "
-                              "not a SPARQL endpoint URL")
-        kg_obj, owns_kg = open_kg(kg_spec, **dict(kg_options or {})), True
-    text_embedder: Any = None
-    if needs.embedder and isinstance(embedder, str):
-        from kgqa.text import load_embedder
 
-        text_embedder = load_embedder(embedder)
-    elif needs.embedder:
-        text_embedder = embedder
-    artifacts = _artifact_store(needs)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"--out {run_dir} exists and is not a directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    results_path, traces_path, config_path = run_dir / RESULTS_FILE, run_dir / TRACES_FILE, run_dir / CONFIG_FILE
+def _note_concurrency(model: Any, workers: int) -> None:
+    """Say once when a set limit on the model's requests keeps some workers waiting."""
+    limit = getattr(model, "max_concurrency", None) if model is not None else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit < workers:
+        _say(f"note: {workers} workers, but at most {limit} model requests run at once (llm_concurrency / "
+             "KGQA_LLM_CONCURRENCY); raise it to use every worker")
 
-    run_config: dict[str, Any] = {
-        "dataset": dataset, "split": split, "method": method_name, "method_config": settings,
-        "method_config_resolved": resolved_config, "llm": llm_spec, "kg": kg_spec, "embedder": None, "seed": seed,
-        "shuffle": shuffle, "limit": limit, "workers": workers,
-        "data_dir": None if questions is not None else str(dataset_root(dataset, data_dir)),
-        "questions": len(selected), "kgqa_version": __version__, "kgqa_commit": source_commit(),
+
+def _run_config(dataset: str, split: str, method_name: str, settings: Mapping[str, Any], resolved: Any, needs: Needs,
+                resources: Resources, *, seed: int, shuffle: bool, limit: int | None, workers: int,
+                data_dir: str | None, selected: int, started_wall: float) -> dict[str, Any]:
+    """config.json of a new run: what decides the answers (dataset, method and its resolved config, model, KG, seed)
+    and how the run was made."""
+    return {
+        "dataset": dataset, "split": split, "method": method_name, "method_config": dict(settings),
+        "method_config_resolved": resolved, "llm": resources.llm_spec if needs.llm else None,
+        "kg": resources.kg_spec if needs.kg else None,
+        "embedder": resources.embedder_spec if needs.embedder else None, "seed": seed,
+        "shuffle": shuffle, "limit": limit, "workers": workers, "data_dir": data_dir,
+        "questions": selected, "kgqa_version": __version__, "kgqa_commit": source_commit(),
         "python": sys.version.split()[0],
         "started_at": datetime.fromtimestamp(started_wall, UTC).isoformat(timespec="seconds"),
         "argv": list(sys.argv),
     }
 
-    with run_dir_lock(run_dir):
-        if not resume:
-            refuse_non_empty(run_dir)
-        previous = parse_lines(results_path, repair=True)
-        ids = [r["id"] for r in previous]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise RunDirError(f"{results_path} holds question {dup!r} more than once; it was not written by one "
-                              "kgqa run. Fix or move the file.")
-        if config_path.exists():
-            try:
-                old_config = json.loads(config_path.read_text(encoding="utf-8"))
-            except ValueError as exc:
-                raise RunDirError(f"{config_path} is not valid JSON ({exc})") from None
-            _check_resume(run_dir, old_config, run_config)
-            old_config.setdefault("resumes", []).append(
-                {k: run_config[k] for k in ("started_at", "limit", "workers", "questions", "argv")})
-            run_config = {**old_config, "embedder": old_config.get("embedder")}
-        if retry_errors:
-            kept = [r for r in previous if not r.get("error")]
-            if len(kept) != len(previous):
-                rewrite_lines(results_path, kept)
-                previous = kept
-        done = {r["id"] for r in previous}
-        compact_traces(traces_path, done)
-        pending = [q for q in selected if q.id not in done]
 
-        if text_embedder is not None and not run_config.get("embedder"):
-            run_config["embedder"] = _spec_of(embedder)
-        if kg_obj is not None and pending:
-            run_config["topic_coverage"] = _topic_coverage(kg_obj, pending)
-        write_json(config_path, run_config)
+def _open_run(run_dir: Path, run_config: dict[str, Any], selected: Sequence[Question], kg: Any, *, resume: bool,
+              retry_errors: bool) -> tuple[list[Question], list[dict[str, Any]], dict[str, Any]]:
+    """Read what the run directory holds (under its lock) and write its config.json: the questions still to answer,
+    the rows already written and the run's config (a resumed run keeps its own, with this invocation appended to
+    ``resumes``; how many topics the KG has, when it has one)."""
+    results_path, config_path = run_dir / RESULTS_FILE, run_dir / CONFIG_FILE
+    if not resume:
+        refuse_non_empty(run_dir)
+    previous = parse_lines(results_path, repair=True)
+    ids = [r["id"] for r in previous]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RunDirError(f"{results_path} holds question {dup!r} more than once; it was not written by one "
+                          "kgqa run. Fix or move the file.")
+    if config_path.exists():
+        try:
+            old_config = json.loads(config_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RunDirError(f"{config_path} is not valid JSON ({exc})") from None
+        _check_resume(run_dir, old_config, run_config)
+        old_config.setdefault("resumes", []).append(
+            {k: run_config[k] for k in ("started_at", "limit", "workers", "questions", "argv")})
+        run_config = {**old_config, "embedder": old_config.get("embedder") or run_config.get("embedder")}
+    if retry_errors:
+        kept = [r for r in previous if not r.get("error")]
+        if len(kept) != len(previous):
+            rewrite_lines(results_path, kept)
+            previous = kept
+    done = {r["id"] for r in previous}
+    compact_traces(run_dir / TRACES_FILE, done)
+    pending = [q for q in selected if q.id not in done]
+    if kg is not None and pending:
+        run_config["topic_coverage"] = _topic_coverage(kg, pending)
+    write_json(run_dir / CONFIG_FILE, run_config)
+    return pending, previous, run_config
 
-        base = MethodContext(kg=TimedKG(kg_obj) if kg_obj is not None else None,  # type: ignore[arg-type]
-                             llm=model, embedder=text_embedder, seed=seed, recorder=recorder,  # type: ignore[arg-type]
-                             artifacts=artifacts)
-        solver = _Solver(method_obj, base, recorder, record_calls=record_calls and model is not None)
-        bar = _Progress(len(selected), [r for r in previous if r["id"] in seen], enabled=progress,
-                        label=f"{method_name} {dataset}")
-        answered = failed = 0
-        stop_reason: str | None = None
-        loop_started = time.perf_counter()
-        with ResultsWriter(results_path, fsync=fsync) as results, ResultsWriter(traces_path, fsync="none") as traces:
-            consecutive = kg_stalls = 0
 
+class _RunLoop:
+    """Answers the pending questions (one at a time, or on a pool of ``workers``), writes each row as it finishes and
+    decides when the run must stop: ``max_failures`` failed questions in a row, or a few whose every KG query timed
+    out (each waited out every retry: the KG is not answering)."""
+
+    def __init__(self, run_dir: Path, bar: RunProgress, on_row: Callable[[dict[str, Any]], None] | None,
+                 max_failures: int, *, kg: Any, fsync: str) -> None:
+        self.run_dir, self.bar, self.on_row, self.max_failures, self.kg, self.fsync = (run_dir, bar, on_row,
+                                                                                       max_failures, kg, fsync)
+        self.answered = self.failed = self.consecutive = self.kg_stalls = 0
+        self.stop_reason: str | None = None
+        self.seconds = 0.0
+
+    def answer(self, pending: Sequence[Question], solver: _Solver, workers: int) -> None:
+        started = time.perf_counter()
+        with ResultsWriter(self.run_dir / RESULTS_FILE, fsync=self.fsync) as results, \
+                ResultsWriter(self.run_dir / TRACES_FILE, fsync="none") as traces:
             def finish(row: dict[str, Any], trace_row: dict[str, Any]) -> bool:
-                """Write one finished question; False when the run should stop."""
-                nonlocal answered, failed, consecutive, kg_stalls, stop_reason
                 traces.write(trace_row)  # before the result: a result line always has its trace
                 results.write(row)
-                answered += 1
-                bar.add(row)
-                if on_row is not None:
-                    on_row(row)
-                # A question whose every KG call timed out (failed, or answered by a method's fallback) waited out
-                # every retry of every query: a few in a row mean the KG is not answering.
-                stalled = (str(row.get("error") or "").startswith(QueryTimeout.__name__)
-                           or 0 < int(row.get("kg_calls", 0)) == int(row.get("kg_timeouts", 0)))
-                kg_stalls = kg_stalls + 1 if stalled else 0
-                if max_consecutive_failures and kg_stalls >= min(max_consecutive_failures, KG_TIMEOUT_FAILURES):
-                    stop_reason = (f"stopped after {kg_stalls} consecutive questions whose every KG query timed out: "
-                                   f"the KG {run_config.get('kg')} is not answering; raise --kg-timeout or check it")
-                if row.get("error"):
-                    failed += 1
-                    consecutive += 1
-                    if max_consecutive_failures and consecutive >= max_consecutive_failures and stop_reason is None:
-                        stop_reason = (f"stopped after {consecutive} consecutive failed questions (last: "
-                                       f"{row['error'][:300]})")
-                else:
-                    consecutive = 0
-                return stop_reason is None
+                return self._finished(row)
 
             try:
                 if workers == 1:
@@ -543,40 +494,57 @@ def run_eval(
                 else:
                     _run_pool(pending, solver, finish, workers)
             finally:
-                bar.close()
-        loop_s = time.perf_counter() - loop_started
-        endpoint = getattr(model, "endpoint_settings", None)
-        if callable(endpoint):
-            # What the endpoint turned out to accept (structured-output mode, token parameter), learned during the run.
-            endpoint_info = endpoint()
-            # A resumed run answered from the cache learns nothing: it keeps what an earlier invocation recorded.
-            if endpoint_info.get("structured_mode_source") != "untested" or "llm_structured_mode" not in run_config:
-                run_config["llm_structured_mode"] = endpoint_info.get("structured_mode")
-                run_config["llm_endpoint"] = endpoint_info
-                write_json(config_path, run_config)
+                self.bar.close()
+        self.seconds = time.perf_counter() - started
 
-        summary = summarize_run(run_dir, report=report, run_facts={
-            "wall_s": round(time.perf_counter() - started, 3), "loop_s": round(loop_s, 3),
-            "answered": answered, "failed": failed, "skipped": len(selected) - len(pending),
-            "selected": len(selected), "workers": workers,
-            "questions_per_s": round(answered / loop_s, 2) if loop_s > 0 and answered else None,
-            "complete": answered == len(pending), "stopped": stop_reason,
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            # which trained or built artifacts the answers came from (name and content digest)
-            "artifacts": [{"name": ref.name, "digest": ref.digest} for ref in artifacts.used()] if artifacts else [],
-        })
-    if owns_kg:
-        with contextlib.suppress(Exception):  # closing is best effort; the results are written
-            kg_obj.close()
-    files = {"results": results_path, "traces": traces_path, "config": config_path, "summary": run_dir / SUMMARY_FILE}
+    def _finished(self, row: dict[str, Any]) -> bool:
+        """Count one written question; False when the run should stop."""
+        self.answered += 1
+        self.bar.add(row)
+        if self.on_row is not None:
+            self.on_row(row)
+        stalled = (str(row.get("error") or "").startswith(QueryTimeout.__name__)
+                   or 0 < int(row.get("kg_calls", 0)) == int(row.get("kg_timeouts", 0)))
+        self.kg_stalls = self.kg_stalls + 1 if stalled else 0
+        if self.max_failures and self.kg_stalls >= min(self.max_failures, KG_TIMEOUT_FAILURES):
+            self.stop_reason = (f"stopped after {self.kg_stalls} consecutive questions whose every KG query timed "
+                                f"out: the KG {self.kg} is not answering; raise --kg-timeout or check it")
+        if row.get("error"):
+            self.failed += 1
+            self.consecutive += 1
+            if self.max_failures and self.consecutive >= self.max_failures and self.stop_reason is None:
+                self.stop_reason = (f"stopped after {self.consecutive} consecutive failed questions (last: "
+                                    f"{row['error'][:300]})")
+        else:
+            self.consecutive = 0
+        return self.stop_reason is None
+
+
+def _record_endpoint(run_dir: Path, run_config: dict[str, Any], model: Any) -> None:
+    """What the endpoint turned out to accept (structured-output mode, token parameter), learned during the run, into
+    config.json; a resumed run answered from the cache learns nothing and keeps what an earlier one recorded."""
+    endpoint = getattr(model, "endpoint_settings", None) if model is not None else None
+    if not callable(endpoint):
+        return
+    info = endpoint()
+    if info.get("structured_mode_source") != "untested" or "llm_structured_mode" not in run_config:
+        run_config["llm_structured_mode"] = info.get("structured_mode")
+        run_config["llm_endpoint"] = info
+        write_json(run_dir / CONFIG_FILE, run_config)
+
+
+def _finished(run_dir: Path, summary: dict[str, Any], selected: Sequence[Question], pending: Sequence[Question],
+              loop: _RunLoop, report: bool, started: float) -> EvalRun:
+    """The run's account, or :class:`RunStopped` when it stopped early (what finished is saved)."""
+    files = {"results": run_dir / RESULTS_FILE, "traces": run_dir / TRACES_FILE, "config": run_dir / CONFIG_FILE,
+             "summary": run_dir / SUMMARY_FILE}
     if report:
         files["report"] = run_dir / REPORT_FILE
-    run = EvalRun(run_dir, summary, len(selected), len(selected) - len(pending), answered, failed,
-                  time.perf_counter() - started, files)
-    if stop_reason is not None:
-        raise RunStopped(f"{stop_reason}. The {answered} questions answered are saved in {run_dir}; fix the cause, "
-                         "then continue with --resume --retry-errors.")
-    return run
+    if loop.stop_reason is not None:
+        raise RunStopped(f"{loop.stop_reason}. The {loop.answered} questions answered are saved in {run_dir}; fix the "
+                         "cause, then continue with --resume --retry-errors.")
+    return EvalRun(run_dir, summary, len(selected), len(selected) - len(pending), loop.answered, loop.failed,
+                   time.perf_counter() - started, files)
 
 
 def _run_pool(pending: Sequence[Question], solver: _Solver,

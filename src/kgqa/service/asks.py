@@ -26,10 +26,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgqa import config
-from kgqa.core import MethodContext, Question, TopicEntity, Trace
+from kgqa.core import Question, TopicEntity, Trace
 from kgqa.errors import ConfigError, KGError, KGQAError
 from kgqa.eval.rundir import json_default
-from kgqa.llm.calls import CALLS, CallLog, CapturingModel
+from kgqa.llm.calls import CALLS, CallLog
+from kgqa.methods.context import Resources, build_context
 from kgqa.service.graph import evidence_graph
 from kgqa.service.settings import ServiceSettings
 
@@ -139,18 +140,16 @@ class AskService:
     def __init__(self, settings: ServiceSettings, *, kg: Any = None, llm: Any = None) -> None:
         self.settings = settings
         self.kg_spec = str(config.get("kg", settings.kg))
-        self._kg = kg
-        self._llm: Any = None
         if llm is None or isinstance(llm, str):
             self.llm_spec = str(config.get("llm", llm or settings.llm))
         else:  # a ready model object (tests, embedding applications)
             self.llm_spec = str(getattr(llm, "name", "model"))
-            self._llm = CapturingModel(llm)
-        self._embedders: dict[str, Any] = {}
-        self._artifacts: Any = None
+        # every ask's context is built from these (kgqa.methods.context), each loaded once and shared by the asks
+        self.resources = Resources(kg=kg if kg is not None else self.kg_spec,
+                                   llm=llm if llm is not None and not isinstance(llm, str) else self.llm_spec,
+                                   embedder=settings.embedder, schema=settings.schema, capture_calls=True)
         self._methods: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
-        self._load_lock = threading.Lock()
         self._inflight = 0
         self.executor = ThreadPoolExecutor(max_workers=settings.max_asks, thread_name_prefix="kgqa-ask")
         self.traces = TraceStore(settings.keep_traces)
@@ -160,45 +159,13 @@ class AskService:
 
     def open(self, *, llm: bool = True) -> None:
         """Open the KG (and the model, with ``llm``) now, so a bad spec stops the server before it listens."""
-        self.kg  # noqa: B018 - opens it
+        self.resources.open_kg()
         if llm:
-            self.model()
+            self.resources.model()
 
     @property
     def kg(self) -> Any:
-        if self._kg is None:
-            with self._load_lock:
-                if self._kg is None:
-                    from kgqa.kg import open_kg
-
-                    self._kg = open_kg(self.kg_spec, schema=self.settings.schema)
-        return self._kg
-
-    def model(self) -> Any:
-        if self._llm is None:
-            with self._load_lock:
-                if self._llm is None:
-                    from kgqa import llm as llm_layer
-
-                    self._llm = CapturingModel(llm_layer.load(self.llm_spec))
-        return self._llm
-
-    def embedder(self) -> Any:
-        spec = self.settings.embedder
-        with self._load_lock:
-            if spec not in self._embedders:
-                from kgqa.text import load_embedder
-
-                self._embedders[spec] = load_embedder(spec)
-            return self._embedders[spec]
-
-    def artifacts(self) -> Any:
-        with self._load_lock:
-            if self._artifacts is None:
-                from kgqa.artifacts import ArtifactStore
-
-                self._artifacts = ArtifactStore()
-            return self._artifacts
+        return self.resources.open_kg()
 
     def kg_stats(self) -> dict[str, Any]:
         import dataclasses
@@ -272,7 +239,7 @@ class AskService:
 
     def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any,
                 emit: Emit | None = None) -> dict[str, Any]:
-        from kgqa.llm.accounting import RecordedModel, Recorder
+        from kgqa.llm.accounting import Recorder
         from kgqa.methods.base import method_config_dump, method_explanation, solve
 
         started = time.perf_counter()
@@ -289,12 +256,10 @@ class AskService:
             linking: dict[str, Any] = {}
             recorder = Recorder()
             try:
-                kg = self.kg if needs.kg else None
-                if kg is not None:
-                    topics, linking = resolve_topics(kg, request.question, request.topics)
-                model = RecordedModel(self.model(), recorder) if needs.llm else None
-                embedder = self.embedder() if needs.embedder else None
-                artifacts = self.artifacts() if needs.artifacts else None
+                if needs.kg:
+                    topics, linking = resolve_topics(self.kg, request.question, request.topics)
+                ctx = build_context(needs, self.resources, seed=self.settings.seed, recorder=recorder,
+                                    trace=Trace() if emit is None else LiveTrace(emit))
             except (UserError, KGError) as exc:
                 record = {**base, "status": "refused", "error": str(exc), "elapsed_s": time.perf_counter() - started}
                 self.traces.put(trace_id, record)
@@ -307,9 +272,6 @@ class AskService:
             from kgqa.steps.linking import question_text
 
             question = Question(id=trace_id, text=question_text(request.question), topic_entities=topics)
-            ctx = MethodContext(kg=kg, llm=model, embedder=embedder, seed=self.settings.seed,  # type: ignore[arg-type]
-                                recorder=recorder, artifacts=artifacts,
-                                trace=Trace() if emit is None else LiveTrace(emit))
             try:
                 prediction = solve(runner, question, ctx, recorder=recorder, scope=trace_id)
                 status, error = ("failed" if prediction.error else "done"), prediction.error
@@ -327,7 +289,7 @@ class AskService:
             answers = [a.model_dump(mode="json") for a in prediction.answers]
             known = {t.id: t.name for t in topics} | {a.id: a.name for a in prediction.answers if a.id and a.name}
             graph = evidence_graph(prediction.evidence, topics=[t.id for t in topics],
-                                   answers=[(a.id, a.name) for a in prediction.answers], kg=kg, known_names=known)
+                                   answers=[(a.id, a.name) for a in prediction.answers], kg=ctx.kg, known_names=known)
             record = clean({
                 **base, "status": status, "error": error,
                 "topics": [t.model_dump() for t in topics], **linking,
