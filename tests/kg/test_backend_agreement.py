@@ -28,7 +28,7 @@ from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
 from kgqa.kg.loaders import load_metaqa, load_tsv
 from kgqa.kg.servers import OxigraphServer, VirtuosoServer, export_ntriples
 from kgqa.kg.sparql import SparqlKG
-from kgqa.kg.sparql import backend as sparql_backend
+from kgqa.kg.sparql import subgraph as sparql_subgraph
 
 if TYPE_CHECKING:  # conftest is not importable as a module at run time (tests/ is not a package)
     from conftest import GeneratedKG, PrimitivesOnly
@@ -274,7 +274,7 @@ def test_subgraph_of_a_hub_counts_edges_per_relation(embedded_kg: EmbeddedKG, sp
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """With no slack in a level's first query, a node over its cap is counted per relation, then each kept group is
     fetched (whole, or with a LIMIT of its own): every relation keeps as many edges as in the embedded store."""
-    monkeypatch.setattr(sparql_backend, "_MIN_LEVEL_ROWS", 0)
+    monkeypatch.setattr(sparql_subgraph, "_MIN_LEVEL_ROWS", 0)
     for seed in ("m.e000", "m.e001", "m.cvt01"):
         expected = embedded_kg.subgraph([seed], depth=1, max_per_node=cap)
         got = sparql_kg.subgraph([seed], depth=1, max_per_node=cap)

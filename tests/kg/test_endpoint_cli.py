@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kgqa.eval.datasets import load_dataset
+from kgqa.datasets import load_dataset
 from kgqa.kg.base import parse_chain
 from kgqa.kg.endpoint import endpoint_status, load_state, server_alive, stop_endpoint
 from kgqa.kg.servers import find_executable, virtuoso_settings
@@ -370,14 +370,14 @@ def test_a_starting_server_with_no_command_line_yet_is_alive(monkeypatch: pytest
     """Right after posix_spawn the kernel can show a new program's command line empty (its arguments not yet mapped);
     that read is injected here, on a real child that names the directory: it is the server, still starting.
     A live process that does not name the directory (a recycled pid) and an exited one are not."""
-    import kgqa.kg.endpoint as endpoint
+    import kgqa.kg.servers.process as process
     from kgqa.kg.endpoint import EndpointState
 
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(tmp_path)])
     try:
-        real = endpoint._proc_cmdline
+        real = process._command_line
         empty_reads = iter(["", ""])
-        monkeypatch.setattr(endpoint, "_proc_cmdline", lambda pid: next(empty_reads, real(pid)))
+        monkeypatch.setattr(process, "_command_line", lambda pid: next(empty_reads, real(pid)))
         assert server_alive(EndpointState(engine="oxigraph", dir=str(tmp_path), pid=server.pid))
         assert next(empty_reads, "done") == "done"  # both empty reads were consumed before the real one
         assert not server_alive(EndpointState(engine="oxigraph", dir=str(tmp_path / "other"), pid=server.pid))

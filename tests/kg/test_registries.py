@@ -60,11 +60,12 @@ def test_the_freebase_id_grammar_is_the_schemas() -> None:
 
 
 def test_answer_scoring_and_datasets_use_the_schemas_grammar() -> None:
-    from kgqa.eval import datasets, metrics
+    from kgqa.datasets import records
+    from kgqa.eval import matching
 
-    assert metrics._MID_RE is FREEBASE_ID_RE
+    assert matching._MID_RE is FREEBASE_ID_RE
     for value in ("m.0abc", "g.11b6_x", "m.", "m.0ABC", "financier", "g.", "m.0 abc"):
-        assert datasets._is_mid(value) is is_freebase_id(value)
+        assert records.is_mid(value) is is_freebase_id(value)
 
 
 def test_the_freebase_mid_pattern_is_written_once() -> None:

@@ -13,7 +13,8 @@ made it durable (Oxigraph loads a file atomically; Virtuoso gets a ``checkpoint`
 ``loading`` at the next start was interrupted and is loaded again: RDF is a set, so a partial first attempt adds
 nothing twice. A file that changed since it was loaded is refused (its old triples cannot be taken back out).
 
-Engines:
+Engines (:mod:`kgqa.kg.servers`: the same engine objects run the tests' throw-away servers; this module keeps the
+directory's bookkeeping):
 
 * **oxigraph** (``pip install oxigraph``): ``oxigraph load`` into ``DIR/store`` (RocksDB), then
   ``oxigraph serve-read-only``. Adding files to a running endpoint stops the server, loads, and starts it again on the
@@ -36,12 +37,8 @@ import fcntl
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,27 +46,23 @@ from typing import Any
 from urllib.parse import quote
 
 from kgqa.errors import ConfigError, KGError
+from kgqa.kg.servers import OxigraphEngine, ServerEngine, ServerProcess, VirtuosoEngine, export_ntriples
+from kgqa.kg.servers.engine import Progress, quiet
+from kgqa.kg.servers.process import port_free
+from kgqa.kg.servers.virtuoso import DEFAULT_GRAPH, DEFAULT_MEMORY_GB
 
 __all__ = [
-    "DEFAULT_GRAPH", "DEFAULT_PORTS", "ENGINES", "STATE_FILE", "EndpointState", "LoadItem", "endpoint_status",
-    "load_state", "open_endpoint_kg", "start_endpoint", "stop_endpoint",
+    "DEFAULT_GRAPH", "DEFAULT_MEMORY_GB", "DEFAULT_PORTS", "ENGINES", "STATE_FILE", "EndpointState", "LoadItem",
+    "endpoint_status", "load_state", "open_endpoint_kg", "server_alive", "start_endpoint", "stop_endpoint",
 ]
 
 STATE_FILE = "endpoint.json"
-ENGINES = ("virtuoso", "oxigraph")
+_ENGINE_TYPES: dict[str, type[ServerEngine]] = {engine.name: engine for engine in (VirtuosoEngine, OxigraphEngine)}
+ENGINES = tuple(_ENGINE_TYPES)
 #: The engines' customary ports, used when free and no --port is given (otherwise the OS picks one).
-DEFAULT_PORTS = {"virtuoso": 8890, "oxigraph": 7878}
-DEFAULT_GRAPH = "http://kgqa.local/graph"
-#: Virtuoso's memory budget when --memory is not given (the smallest row of its sizing table).
-DEFAULT_MEMORY_GB = 2.0
+DEFAULT_PORTS = {name: engine.customary_port for name, engine in _ENGINE_TYPES.items()}
 _RDF_SUFFIXES = (".nt", ".ttl", ".nt.gz", ".ttl.gz")
 _STATE_VERSION = 1
-
-Progress = Callable[[str], None]
-
-
-def _quiet(_message: str) -> None:
-    pass
 
 
 @dataclass
@@ -149,126 +142,10 @@ def load_state(directory: str | os.PathLike[str]) -> EndpointState:
 # Processes
 
 
-#: how long :func:`server_alive` reads an empty command line again before it takes the pid for another process
-_CMDLINE_WAIT_S = 1.0
-
-
-def _proc_cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _reap(pid: int) -> None:
-    """Collect ``pid`` if it is our own exited child (a server started by this process), so it is not a zombie."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
-
-
 def server_alive(state: EndpointState) -> bool:
     """Whether the state's pid is still the server of this directory (its command line names the directory, so a
     recycled pid is not mistaken for it)."""
-    if not state.pid:
-        return False
-    _reap(state.pid)
-    try:
-        os.kill(state.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if _is_zombie(state.pid):
-        return False
-    cmdline = _proc_cmdline(state.pid)
-    deadline = time.monotonic() + _CMDLINE_WAIT_S
-    while not cmdline and time.monotonic() < deadline and not _is_zombie(state.pid):
-        # Right after posix_spawn returns, the new program's arguments may not be mapped yet and the kernel shows an
-        # empty command line (a start-up check once took a starting Virtuoso for dead): read again, briefly.
-        time.sleep(0.01)
-        cmdline = _proc_cmdline(state.pid)
-    return bool(cmdline) and state.dir in cmdline
-
-
-def _spawn_detached(argv: list[str], log: Path) -> int:
-    """Start a server in its own session, output to ``log``, and return its pid without keeping a handle: the server
-    must outlive this command (``posix_spawn`` rather than ``Popen``, whose object would warn when dropped)."""
-    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        file_actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                        (os.POSIX_SPAWN_DUP2, log_fd, 1), (os.POSIX_SPAWN_DUP2, log_fd, 2)]
-        return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=file_actions, setsid=True)
-    finally:
-        os.close(log_fd)
-
-
-def _terminate(pid: int, timeout: float = 60.0) -> None:
-    """SIGTERM the server's process group, then SIGKILL if it has not exited within ``timeout``."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            _reap(pid)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            if _is_zombie(pid):
-                _reap(pid)
-                return
-            time.sleep(0.1)
-
-
-def _port_free(host: str, port: int) -> bool:
-    """Whether a server could listen on ``host:port`` now. SO_REUSEADDR as the servers set it, so a port in TIME_WAIT
-    after a stop still counts as free (a restarted endpoint keeps its URL)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def _choose_port(host: str, wanted: int | None, previous: int | None, default: int, what: str) -> int:
-    """``wanted`` (must be free), else the previous port or the engine's customary one if free, else one the OS
-    picks: an endpoint restarted from DIR keeps its URL when it can."""
-    from kgqa.kg.servers import free_port
-
-    if wanted:
-        if not _port_free(host, wanted):
-            raise ConfigError(f"{what} port {wanted} on {host} is already in use; choose another with --port")
-        return wanted
-    for candidate in (previous, default):
-        if candidate and _port_free(host, candidate):
-            return candidate
-    return free_port()
-
-
-def _wait_http(url: str, pid: int, log: Path, timeout: float) -> None:
-    from kgqa.kg.servers import wait_for_sparql
-
-    def exited() -> str | None:
-        _reap(pid)
-        return None if _running(pid) else "exited"
-
-    wait_for_sparql(url, exited, log, timeout, request_timeout=5.0)
-
-
-def _tail(path: Path) -> str:
-    from kgqa.kg.servers import tail_log
-
-    return tail_log(path, 15)
+    return bool(state.pid) and ServerProcess(state.pid, marker=state.dir).running
 
 
 @contextlib.contextmanager
@@ -283,19 +160,6 @@ def _dir_lock(directory: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _sparql_count(url: str, graph: str | None, timeout: float = 30.0) -> int | None:
-    import httpx
-
-    source = f"FROM <{graph}> " if graph else ""
-    try:
-        response = httpx.post(url, data={"query": f"SELECT (COUNT(*) AS ?n) {source}WHERE {{ ?s ?p ?o }}"},
-                              headers={"Accept": "application/sparql-results+json"}, timeout=timeout)
-        response.raise_for_status()
-        return int(response.json()["results"]["bindings"][0]["n"]["value"])
-    except (httpx.HTTPError, KeyError, IndexError, ValueError):
-        return None
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -354,7 +218,6 @@ def _merge_inputs(state: EndpointState, items: list[LoadItem]) -> None:
 def _export(item: LoadItem, progress: Progress) -> str | None:
     """Write a KG spec as N-Triples at ``item.path``; returns the KG's schema name."""
     from kgqa.kg import open_kg
-    from kgqa.kg.servers import export_ntriples
 
     kg = open_kg(item.source)
     try:
@@ -376,282 +239,36 @@ def _export(item: LoadItem, progress: Progress) -> str | None:
 # Engines
 
 
-class _Engine:
-    """Start, load and stop one engine's server for an EndpointState."""
+def _engine(state: EndpointState, say: Progress, start_timeout: float) -> ServerEngine:
+    """The engine of the endpoint in ``state``, with the server recorded there (if any) to find again."""
+    common: dict[str, Any] = {"host": state.host, "port": state.port, "pid": state.pid, "customary_ports": True,
+                              "start_timeout": start_timeout, "progress": say}
+    if state.engine == "virtuoso":
+        return VirtuosoEngine(state.dir, graph=state.graph or DEFAULT_GRAPH,
+                              memory_gb=state.memory_gb or DEFAULT_MEMORY_GB, isql_port=state.isql_port or 0,
+                              fulltext=state.fulltext, fulltext_graphs=[state.graph] if state.fulltext_rule else [],
+                              purpose=f"kgqa kg endpoint, {state.dir}", **common)
 
-    name = ""
-
-    def __init__(self, state: EndpointState, progress: Progress, start_timeout: float) -> None:
-        self.state = state
-        self.dir = Path(state.dir)
-        self.progress = progress
-        self.start_timeout = start_timeout
-        self.log = self.dir / "server.log"
-
-    def start_server(self) -> None:
-        raise NotImplementedError
-
-    def load(self, item: LoadItem) -> int | None:
-        raise NotImplementedError
-
-    def stop_server(self) -> None:
-        if self.state.pid and server_alive(self.state):
-            _terminate(self.state.pid)
-        self.state.pid = None
-
-    @property
-    def needs_stop_to_load(self) -> bool:
-        return False
-
-
-class _Oxigraph(_Engine):
-    name = "oxigraph"
-
-    @property
-    def store(self) -> Path:
-        return self.dir / "store"
-
-    @property
-    def needs_stop_to_load(self) -> bool:
-        return True
-
-    def _exe(self) -> str:
-        from kgqa.kg.servers import find_executable
-
-        return find_executable("oxigraph", "install it with `pip install oxigraph`")
-
-    def load(self, item: LoadItem) -> int | None:
-        """``oxigraph load`` one file (atomic: all or nothing), relaying its progress lines."""
-        self.store.mkdir(parents=True, exist_ok=True)
-        argv = [self._exe(), "load", "--location", str(self.store), "--file", item.path]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                text=True, errors="replace")
-        assert proc.stdout is not None
+    def record_loader(pid: int | None) -> None:
         # Recorded so that a later start can end a loader this command left behind when it was killed.
-        self.state.loader_pid = proc.pid
-        self.state.save()
-        loaded: int | None = None
-        tail: list[str] = []
-        with self.log.open("a", encoding="utf-8") as log:
-            for line in proc.stdout:
-                log.write(line)
-                tail = [*tail[-20:], line.rstrip()]
-                found = re.search(r"(\d+) triples loaded", line)
-                if found:
-                    loaded = int(found.group(1))
-                    self.progress(f"  {line.strip()}")
-        code = proc.wait()
-        self.state.loader_pid = None
-        if code != 0:
-            raise KGError(f"oxigraph load of {item.path} failed (code {proc.returncode}):\n" + "\n".join(tail))
-        # oxigraph reports counts only on its progress ticks (about once a second), so a quick load says nothing.
-        return loaded if loaded is not None else _count_file_triples(Path(item.path))
+        state.loader_pid = pid
+        state.save()
 
-    def start_server(self) -> None:
-        state = self.state
-        self.store.mkdir(parents=True, exist_ok=True)
-        state.port = _choose_port(state.host, None, state.port, DEFAULT_PORTS["oxigraph"], "HTTP")
-        argv = [self._exe(), "serve-read-only", "--location", str(self.store), "--bind", f"{state.host}:{state.port}"]
-        if state.query_timeout_s:
-            argv += ["--timeout-s", str(state.query_timeout_s)]
-        state.pid = _spawn_detached(argv, self.log)
-        state.url = f"http://{_url_host(state.host)}:{state.port}/query"
-        _wait_http(state.url, state.pid, self.log, self.start_timeout)
+    return OxigraphEngine(state.dir, query_timeout_s=state.query_timeout_s, on_loader=record_loader, **common)
 
 
-class _Virtuoso(_Engine):
-    name = "virtuoso"
-
-    @property
-    def load_dir(self) -> Path:
-        return self.dir / "load"
-
-    def _isql(self, command: str, timeout: float = 24 * 3600.0) -> str:
-        from kgqa.kg.servers import run_isql
-
-        assert self.state.isql_port is not None
-        return run_isql(self.state.isql_port, command, cwd=self.dir, timeout=timeout)
-
-    def start_server(self) -> None:
-        from kgqa.kg.servers import find_executable, render_virtuoso_ini, virtuoso_settings
-
-        state = self.state
-        exe = find_executable("virtuoso-t", "install the Debian package virtuoso-opensource")
-        find_executable("isql-vt", "install the Debian package virtuoso-opensource")
-        db, www = self.dir / "db", self.dir / "www"
-        for d in (db, www, self.load_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        state.port = _choose_port(state.host, None, state.port, DEFAULT_PORTS["virtuoso"], "HTTP")
-        state.isql_port = _choose_port("127.0.0.1", None, state.isql_port, 1111, "ISQL")
-        if state.isql_port == state.port:
-            state.isql_port = _choose_port("127.0.0.1", None, None, 0, "ISQL")
-        db_file = db / "virtuoso.db"
-        settings = virtuoso_settings(state.memory_gb or DEFAULT_MEMORY_GB,
-                                     db_bytes=db_file.stat().st_size if db_file.exists() else 0)
-        ini = self.dir / "virtuoso.ini"
-        ini.write_text(render_virtuoso_ini(settings, db=db, load_dir=self.load_dir, www=www,
-                                           isql_port=state.isql_port, http_port=state.port, http_host=state.host,
-                                           purpose=f"kgqa kg endpoint, {self.dir}"), encoding="utf-8")
-        state.pid = _spawn_detached([exe, "+foreground", "+configfile", str(ini)], self.log)
-        self._wait_isql()
-        state.graph = state.graph or DEFAULT_GRAPH
-        state.url = (f"http://{_url_host(state.host)}:{state.port}/sparql?default-graph-uri="
-                     f"{quote(state.graph, safe='')}")
-        _wait_http(state.url, state.pid, self.log, self.start_timeout)
-
-    def _wait_isql(self) -> None:
-        assert self.state.pid is not None
-        deadline = time.monotonic() + self.start_timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if not server_alive(self.state):
-                raise KGError(f"virtuoso-t exited during start-up; log {self.log}:\n{_tail(self.log)}\n"
-                              f"{_tail(self.dir / 'db' / 'virtuoso.log')}")
-            try:
-                self._isql("status();", timeout=10)
-                return
-            except (KGError, subprocess.TimeoutExpired) as exc:
-                last = str(exc)[-300:]
-            time.sleep(0.3)
-        raise KGError(f"Virtuoso not ready on ISQL port {self.state.isql_port} after {self.start_timeout:.0f}s: {last}")
-
-    def _count(self) -> int:
-        rows = _isql_rows(self._isql(f"SPARQL SELECT COUNT(*) FROM <{self.state.graph}> WHERE {{ ?s ?p ?o }};",
-                                     timeout=3600))
-        return int(rows[0]) if rows and rows[0].isdigit() else 0
-
-    def _load_list_state(self, link: Path) -> tuple[int | None, str | None]:
-        out = self._isql(f"SELECT ll_state, ll_error FROM DB.DBA.LOAD_LIST WHERE ll_file = '{link}';", timeout=60)
-        rows = _isql_rows(out)
-        if not rows:
-            return None, None
-        ll_state, _, error = rows[0].partition(" ")
-        error = error.strip()
-        return int(ll_state), (None if error in ("", "NULL") else error)
-
-    def load(self, item: LoadItem) -> int | None:
-        """Link the file into the allowed load dir, ``ld_add`` it, ``rdf_loader_run()`` (heartbeats while it runs),
-        check the load list for its error, ``checkpoint`` so the load is durable, and count what the graph gained.
-
-        An input left ``loading`` by a killed command may still be loading inside the server (the loader runs in
-        Virtuoso, not in kgqa): it is waited for rather than started twice; one the server lost (a crash before the
-        checkpoint) is loaded again."""
-        state = self.state
-        assert state.graph is not None
-        source = Path(item.path)
-        suffix = ".ttl" if ".ttl" in source.name.lower() else ".nt"
-        suffix += ".gz" if source.name.lower().endswith(".gz") else ""
-        link = self.load_dir / f"{state.files.index(item):05d}{suffix}"
-        if "'" in str(link) or "'" in state.graph:
-            raise ConfigError(f"paths and graph must not contain a single quote: {link}, {state.graph}")
-        previous = sum(f.triples or 0 for f in state.files if f.status == "done")
-        if item.status == "loading" and link.exists():
-            ll_state, _error = self._load_list_state(link)
-            if ll_state == 1:
-                self.progress(f"  {source.name} is still loading in the server (a killed command started it); "
-                              "waiting for it")
-                started = time.monotonic()
-                while ll_state == 1:
-                    time.sleep(2.0)
-                    ll_state, _error = self._load_list_state(link)
-                    if time.monotonic() - started > 10:
-                        self.progress(f"  still loading {source.name}: {time.monotonic() - started:.0f} s")
-                        started = time.monotonic()
-            if ll_state == 2:
-                return self._finish(item, link, previous)
-        if link.exists() or link.is_symlink():
-            link.unlink()
-        try:
-            os.link(source, link)
-        except OSError:
-            os.symlink(source, link)
-        if state.fulltext and not state.fulltext_rule:
-            # A free-text rule for the graph, set before loading so the loader queues its literals for the index.
-            self._isql(f"DB.DBA.RDF_OBJ_FT_RULE_ADD('{state.graph}', null, 'kgqa_endpoint');")
-            state.fulltext_rule = True
-            state.save()
-        self._isql(f"DELETE FROM DB.DBA.LOAD_LIST WHERE ll_file = '{link}';")
-        self._isql(f"ld_add('{link}', '{state.graph}');")
-        self._run_with_heartbeat("rdf_loader_run();", item)
-        return self._finish(item, link, previous)
-
-    def _finish(self, item: LoadItem, link: Path, previous: int) -> int:
-        _ll_state, error = self._load_list_state(link)
-        if error:
-            raise KGError(f"Virtuoso could not load {item.path}: {error[:1500]}")
-        if self.state.fulltext:
-            self._isql("DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ();")
-        self._isql("checkpoint;")
-        return self._count() - previous
-
-    def _run_with_heartbeat(self, command: str, item: LoadItem) -> None:
-        done = threading.Event()
-        errors: list[BaseException] = []
-
-        def work() -> None:
-            try:
-                self._isql(command)
-            except BaseException as exc:
-                errors.append(exc)
-            finally:
-                done.set()
-
-        started = time.monotonic()
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
-        while not done.wait(10.0):
-            self.progress(f"  still loading {Path(item.path).name}: {time.monotonic() - started:.0f} s")
-        thread.join()
-        if errors:
-            raise errors[0]
-
-    def stop_server(self) -> None:
-        """``shutdown`` through ISQL (a checkpoint, then exit), SIGTERM/SIGKILL if that does not end it."""
-        state = self.state
-        if state.pid and server_alive(state):
-            with contextlib.suppress(KGError, subprocess.TimeoutExpired, ConfigError):
-                self._isql("shutdown;", timeout=120)
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and server_alive(state):
-                time.sleep(0.2)
-            if server_alive(state):
-                _terminate(state.pid)
-        state.pid = None
-
-
-def _count_file_triples(path: Path) -> int:
-    """Triples in an RDF file, parsed by pyoxigraph (used for files small enough to load in about a second)."""
-    import gzip
-
-    import pyoxigraph
-
-    fmt = pyoxigraph.RdfFormat.TURTLE if ".ttl" in path.name.lower() else pyoxigraph.RdfFormat.N_TRIPLES
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        return sum(1 for _ in pyoxigraph.parse(fh, format=fmt))
-
-
-def _isql_rows(output: str) -> list[str]:
-    """The result rows of one isql SELECT: the lines between the ``____`` rule under the header and the blank line
-    before ``N Rows.``."""
-    lines = output.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("_____"):
-            rows = []
-            for row in lines[i + 1:]:
-                if re.match(r"^\d+ Rows\.", row.strip()):
-                    break
-                if row.strip():
-                    rows.append(row.strip())
-            return rows
-    return []
-
-
-def _url_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
-
-
-_ENGINES: dict[str, type[_Engine]] = {"oxigraph": _Oxigraph, "virtuoso": _Virtuoso}
+def _record(engine: ServerEngine, state: EndpointState) -> None:
+    """Write what the engine chose or started (ports, pid, URL) into the state, and save it."""
+    state.port = engine.port
+    state.pid = engine.process.pid if engine.process is not None else None
+    state.url = engine.url
+    if isinstance(engine, VirtuosoEngine):
+        state.isql_port = engine.isql_port
+        state.graph = engine.graph
+        state.fulltext_rule = engine.graph in engine.fulltext_graphs
+        # Users' clients see the loaded graph by default, not Virtuoso's system graphs.
+        state.url += f"?default-graph-uri={quote(engine.graph, safe='')}"
+    state.save()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -669,7 +286,7 @@ def start_endpoint(directory: str | os.PathLike[str], *, engine: str | None = No
     skipped. ``host`` (default 127.0.0.1, or the one DIR was started with) is where the SPARQL port listens.
     ``progress`` receives one human-readable line per step.
     """
-    say = progress or _quiet
+    say = progress or quiet
     root = Path(directory).expanduser().resolve()
     if engine is not None and engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -715,104 +332,49 @@ def start_endpoint(directory: str | os.PathLike[str], *, engine: str | None = No
         if schema is not None:
             state.schema = schema
         state.save()
-        runner = _ENGINES[state.engine](state, say, start_timeout)
-        _end_stale_loader(state, say)
-        alive = server_alive(state)
+        server = _engine(state, say, start_timeout)
+        if state.loader_pid:
+            server.end_orphaned_loader(state.loader_pid)
+            state.loader_pid = None
+        alive = server.running
         if alive and port and port != state.port:
             raise ConfigError(f"the endpoint in {root} is running on port {state.port}; stop it first to change --port")
         pending = [f for f in state.files if f.status != "done"]
         if alive and not pending:
             say(f"already running: {state.url}")
             return state
-        if port:
-            if alive:
-                pass
-            elif not _port_free(state.host, port):
+        if port and not alive:
+            if not port_free(state.host, port):
                 raise ConfigError(f"HTTP port {port} on {state.host} is already in use; choose another with --port")
-            state.port = port
-        if pending and runner.needs_stop_to_load and alive:
+            server.port = state.port = port
+        if pending and not server.loads_while_running and alive:
             say(f"stopping the server to load {len(pending)} more input(s)")
-            runner.stop_server()
-            state.save()
+            server.stop()
+            _record(server, state)
             alive = False
-        if not alive and not runner.needs_stop_to_load:
+        if not alive and server.loads_while_running:
             say(f"starting {state.engine} in {root}")
-            _start(runner, state)
-        _load_pending(runner, state, say, schema_given=schema is not None)
-        if not server_alive(state):
+            _start(server, state)
+        _load_pending(server, state, say, schema_given=schema is not None)
+        if not server.running:
             say(f"starting {state.engine} in {root}")
-            _start(runner, state)
+            _start(server, state)
         state.started_at = state.started_at or _now()
         state.save()
         say(f"ready: {state.url} ({state.triples_loaded:,} triples loaded; schema {state.schema})")
         return state
 
 
-def _end_stale_loader(state: EndpointState, say: Progress) -> None:
-    """End an ``oxigraph load`` that a killed ``start`` left running (it holds the store's lock); its file is loaded
-    again, since Oxigraph commits a file only when it is complete."""
-    pid = state.loader_pid
-    if pid and state.dir in _proc_cmdline(pid) and not _is_zombie(pid):
-        say(f"ending the loader (pid {pid}) an interrupted start left running")
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-        # Wait for the process itself to be gone: an exiting process drops its command line (its memory) before it
-        # closes its files, so an empty cmdline does not mean the store's lock is free yet.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _running(pid):
-            _reap(pid)
-            time.sleep(0.1)
-        if _running(pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-            while time.monotonic() < deadline + 10 and _running(pid):
-                time.sleep(0.1)
-        _reap(pid)
-        _wait_unlocked(Path(state.dir) / "store" / "LOCK", timeout=10.0)
-    state.loader_pid = None
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still exists and has not exited (a zombie has released its files)."""
+def _start(server: ServerEngine, state: EndpointState) -> None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _is_zombie(pid)
-
-
-def _wait_unlocked(lock: Path, *, timeout: float) -> None:
-    """Wait until no process holds the POSIX lock on ``lock`` (RocksDB's store lock), at most ``timeout`` seconds."""
-    if not lock.exists():
-        return
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with lock.open("r+b") as handle:
-                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.lockf(handle, fcntl.LOCK_UN)
-            return
-        except OSError:
-            if time.monotonic() >= deadline:
-                return  # the load that follows reports the lock in its own words
-            time.sleep(0.1)
-
-
-def _start(runner: _Engine, state: EndpointState) -> None:
-    try:
-        runner.start_server()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            runner.stop_server()
-        state.save()
-        raise
+        server.start()
+    finally:
+        _record(server, state)
     state.started_at = _now()
     state.save()
 
 
-def _load_pending(runner: _Engine, state: EndpointState, say: Progress, *, schema_given: bool) -> None:
+def _load_pending(server: ServerEngine, state: EndpointState, say: Progress, *, schema_given: bool) -> None:
     items = state.files
     done_before = sum(1 for f in items if f.status == "done")
     if done_before:
@@ -822,7 +384,8 @@ def _load_pending(runner: _Engine, state: EndpointState, say: Progress, *, schem
     total_started = time.perf_counter()
     total_triples = 0
     for number, item in enumerate(todo, start=1):
-        if item.status == "loading":
+        interrupted = item.status == "loading"
+        if interrupted:
             say(f"{item.source}: its last load was interrupted; loading it again")
         item.status = "loading"
         state.save()
@@ -836,15 +399,15 @@ def _load_pending(runner: _Engine, state: EndpointState, say: Progress, *, schem
         step = f"[{done_before + number}/{len(items)}]"
         say(f"{step} loading {path.name} ({path.stat().st_size / 1e6:,.1f} MB) into {state.engine}")
         started = time.perf_counter()
-        triples = runner.load(item)
+        before = state.triples_loaded
+        triples = server.load(path, slot=items.index(item), resume=interrupted)
+        if triples is None:
+            triples = server.count_added(path, before)
         seconds = time.perf_counter() - started
         item.status, item.triples, item.seconds = "done", triples, round(seconds, 2)
-        state.save()
-        total_triples += triples or 0
-        if triples is None:
-            say(f"{step} done in {seconds:.1f} s")
-        else:
-            say(f"{step} done: {triples:,} triples in {seconds:.1f} s ({triples / max(seconds, 1e-9):,.0f} triples/s)")
+        _record(server, state)
+        total_triples += triples
+        say(f"{step} done: {triples:,} triples in {seconds:.1f} s ({triples / max(seconds, 1e-9):,.0f} triples/s)")
     if todo:
         seconds = time.perf_counter() - total_started
         say(f"loaded {len(todo)} input(s), {total_triples:,} triples in {seconds:.1f} s"
@@ -857,18 +420,15 @@ def _now() -> str:
 
 def stop_endpoint(directory: str | os.PathLike[str], progress: Progress | None = None) -> EndpointState:
     """Stop the server of ``directory`` (the store stays; ``start --dir DIR`` brings it back)."""
-    say = progress or _quiet
+    say = progress or quiet
     state = load_state(directory)
     with _dir_lock(Path(state.dir)):
-        if not server_alive(state):
-            say(f"not running ({state.engine} endpoint in {state.dir})")
-            state.pid = None
-            state.save()
-            return state
-        runner = _ENGINES[state.engine](state, say, 60.0)
-        runner.stop_server()
-        state.save()
-        say(f"stopped the {state.engine} endpoint in {state.dir}")
+        server = _engine(state, say, 60.0)
+        was_running = server.running
+        server.stop()
+        _record(server, state)
+        say(f"stopped the {state.engine} endpoint in {state.dir}" if was_running
+            else f"not running ({state.engine} endpoint in {state.dir})")
         return state
 
 
@@ -898,30 +458,24 @@ def endpoint_status(directory: str | os.PathLike[str], *, count_timeout: float =
     """What ``kgqa kg endpoint status`` shows: running or not, URL, triples (counted by the server when it runs, else
     the loaded total), disk of the store, memory (RSS) of the server, and every input with its load state."""
     state = load_state(directory)
-    alive = server_alive(state)
-    answering = False
+    server = _engine(state, quiet, 60.0)
+    alive = server.running
+    answering = alive and server.answering()
     counted: int | None = None
-    if alive:
-        import httpx
-
-        try:
-            answering = httpx.post(state.url, data={"query": "ASK {}"}, timeout=10.0,
-                                   headers={"Accept": "application/sparql-results+json"}).status_code == 200
-        except httpx.HTTPError:
-            answering = False
-        if answering:
-            counted = _sparql_count(state.url, state.graph, timeout=count_timeout)
+    if answering:
+        with contextlib.suppress(KGError):
+            counted = server.stored_triples(graph=state.graph, timeout=count_timeout)
     root = Path(state.dir)
-    store = root / ("store" if state.engine == "oxigraph" else "db")
     return {
         "dir": state.dir, "engine": state.engine, "running": alive, "answering": answering,
         "url": state.url, "pid": state.pid if alive else None, "port": state.port, "host": state.host,
         "schema": state.schema, "graph": state.graph, "kg_spec": f"endpoint:{state.dir}",
         "triples": counted if counted is not None else state.triples_loaded, "triples_counted": counted is not None,
-        "triples_loaded": state.triples_loaded, "disk_bytes": _du(store), "dir_bytes": _du(root, frozenset({"load"})),
+        "triples_loaded": state.triples_loaded, "disk_bytes": _du(server.store_dir),
+        "dir_bytes": _du(root, frozenset({"load"})),
         "memory_bytes": _rss_bytes(state.pid) if alive and state.pid else None,
-        "memory_gb": state.memory_gb, "config": str(root / "virtuoso.ini") if state.engine == "virtuoso" else None,
-        "log": str(root / "server.log"), "started_at": state.started_at,
+        "memory_gb": state.memory_gb, "config": str(server.config_file) if server.config_file else None,
+        "log": str(server.log), "started_at": state.started_at,
         "files": [asdict(f) for f in state.files],
     }
 

@@ -1,51 +1,30 @@
 """The SPARQL backend: the KnowledgeGraph protocol over any SPARQL 1.1 endpoint (Virtuoso, Oxigraph, QLever, ...).
 
-How chains compile. A chain becomes ONE query in which every hop is its own ``SELECT DISTINCT`` subquery over the previous
-hop's distinct frontier::
-
-    SELECT ?e2 WHERE { { SELECT DISTINCT ?e2 WHERE {
-        { SELECT DISTINCT ?e1 WHERE { VALUES ?e0 { <topic> } ?e0 <r1> ?e1 . } LIMIT 100000 }
-        ?e1 <r2> ?e2 . } } } LIMIT 1001
-
-Written as a flat basic graph pattern the engine would enumerate every *path* before DISTINCT (two hops through a hub are
-|paths| = sum of degree products); per-hop DISTINCT keeps the work at the size of each frontier. The outer
-``SELECT ?x WHERE {{ SELECT DISTINCT ... }} LIMIT n`` shape is what Virtuoso needs to apply LIMIT after DISTINCT and is
-valid everywhere. Fetching ``limit + 1`` rows tells a full result from a cut one.
-
-Security: SPARQL text is only ever built from identifiers that passed the schema's grammar or an IRI check (and the
-fetched vocabulary, when there is one), literals are escaped, and every compiled text passes a read-only guard before it
-leaves the process.
+:class:`SparqlKG` answers each operation in as few queries as it can: a chain is one query (:mod:`kgqa.kg.sparql.compiler`
+says how it compiles and what may reach a query text; :mod:`kgqa.kg.sparql.results` how answers are read back).
 
 Known limits: an intermediate frontier is capped with a subquery LIMIT (``max_frontier``), which a single query cannot
 observe, so ``truncated`` reports the final caps (limit, paths) and Virtuoso's own partial-result signals only. An
 endpoint's own blank nodes cannot be addressed across queries: a ``_:`` id it returns matches nothing when sent back
 (the ``_:bN`` ids of an exported embedded store are IRIs there, and work).
 
-Batches: ``neighbors_many`` and each level of ``subgraph`` ask for 100 entities per query, joined with an indexed
-``VALUES (?e ?i)`` (never a UNION over unbound patterns, which some engines evaluate before the join); a per-entity or
-per-relation LIMIT is a UNION of small subqueries, used only when a hub passes the batch's total cap. A
-language-tagged literal gets a one-row VALUES of its own (Virtuoso 7 loses every answer of a multi-row, multi-variable
-VALUES holding one: ``_rows``).
-
-Length: this module is over the ~600-line guideline because :class:`SparqlKG` is one compiler: every operation is built
-from the same few pieces (ids checked into terms, per-hop DISTINCT blocks, indexed VALUES) and the same vocabulary
-state, and splitting the class would scatter them; the HTTP side and the query-text guard are modules of their own.
+Batches: ``neighbors_many`` and each level of ``subgraph`` (:mod:`kgqa.kg.sparql.subgraph`) ask for 100 entities per
+query; a per-entity or per-relation LIMIT is a UNION of small subqueries, used only when a hub passes the batch's total
+cap.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 import httpx
 
-from kgqa.errors import ConfigError, KGError, KGQAError, QueryTimeout
+from kgqa.errors import ConfigError, KGError, QueryTimeout
 from kgqa.kg.base import (
     DEFAULT_CHAIN_LIMIT,
     DEFAULT_MAX_FRONTIER,
@@ -61,10 +40,8 @@ from kgqa.kg.base import (
     Hop,
     KGStats,
     Subgraph,
-    Triple,
     is_literal,
     literal_value,
-    make_literal,
 )
 from kgqa.kg.derived import (
     DerivedOps,
@@ -73,22 +50,19 @@ from kgqa.kg.derived import (
     check_count,
     check_ids,
     check_subgraph_args,
-    fair_shares,
 )
 from kgqa.kg.schema import Schema, check_iri, get_schema
+from kgqa.kg.sparql.compiler import QueryCompiler
 from kgqa.kg.sparql.endpoint import SparqlEndpoint
-from kgqa.kg.sparql.guard import BNODE_RE, RDF_LANGSTRING, XSD, XSD_STRING, literal_term, sparql_string
+from kgqa.kg.sparql.guard import sparql_string
+from kgqa.kg.sparql.results import ResultReader, guard_result_reading
+from kgqa.kg.sparql.subgraph import SubgraphLevels
 from kgqa.normalize import fold, normalize_label
 
 __all__ = ["SparqlKG"]
 
-_NAME_BATCH = 100
-# The end of a language-tagged literal written as a SPARQL term (see SparqlKG._rows).
-_LANG_TAGGED = re.compile(r'"@[A-Za-z]+(?:-[A-Za-z0-9]+)*$')
-#: Entities (or subgraph nodes) per query of the batched operations.
+#: Entities per query of the batched operations (names, neighbors_many, a subgraph level).
 _BATCH = 100
-#: A subgraph level asks for at least this many edges per direction in one go before it counts edges per relation.
-_MIN_LEVEL_ROWS = 1000
 
 
 #: Seconds per HTTP attempt and extra attempts, unless given or set (``KGQA_KG_TIMEOUT`` / ``kg_timeout``,
@@ -156,7 +130,6 @@ class SparqlKG(DerivedOps):
         self._http = SparqlEndpoint(endpoint_url, timeout=timeout, retries=retries, backoff=backoff,
                                     max_backoff=max_backoff, default_graph=self.default_graph, headers=headers,
                                     transport=transport, allow_service=allow_service)
-        self.max_frontier = int(max_frontier)
         self.stats_timeout = float(stats_timeout)
         self.vocabulary_timeout = float(vocabulary_timeout or max(self.timeout, 120.0))
         self.search_scan_limit = int(search_scan_limit)
@@ -164,16 +137,29 @@ class SparqlKG(DerivedOps):
         self.fulltext = fulltext
         self.strict_vocabulary = bool(strict_vocabulary)
         self._virtuoso = virtuoso
-        self._name_iris = [check_iri(p) for p in self._schema.name_predicates]
-        self._name_values = " ".join(f"<{p}>" for p in self._name_iris)
-        # One name predicate is written as a constant: Oxigraph plans ``VALUES ?p {...} ?e ?p ?n`` as a scan of every
-        # name (a names batch took 3 s at 1M triples, 9 ms with the constant).
-        self._name_triple = (f"?e <{self._name_iris[0]}> ?n . BIND(<{self._name_iris[0]}> AS ?p)"
-                             if len(self._name_iris) == 1 else f"VALUES ?p {{ {self._name_values} }} ?e ?p ?n .")
         self._lock = threading.Lock()
         self._vocab: list[str] | None = None
         self._vocab_iris: frozenset[str] | None = None
         self._relation_seen: dict[str, bool] = {}
+        self._compiler = QueryCompiler(self._schema, max_frontier=int(max_frontier),
+                                       known_predicates=self._known_predicates)
+        self._reader = ResultReader(self._schema, self._compiler.name_iris)
+        self._levels = SubgraphLevels(self._compiler, self._reader, self._select)
+
+    @property
+    def max_frontier(self) -> int:
+        """Distinct entities a chain carries from one hop to the next (a subquery LIMIT per intermediate hop)."""
+        return self._compiler.max_frontier
+
+    @max_frontier.setter
+    def max_frontier(self, value: int) -> None:
+        self._compiler.max_frontier = int(value)
+
+    def _known_predicates(self) -> frozenset[str] | None:
+        """The endpoint's predicates once fetched (first fetched here with ``strict_vocabulary``), else None."""
+        if self.strict_vocabulary and self._vocab_iris is None:
+            self.vocabulary()
+        return self._vocab_iris
 
     # -- plumbing --------------------------------------------------------------------------------------------------
 
@@ -224,142 +210,14 @@ class SparqlKG(DerivedOps):
         unless the KG was opened with ``allow_service=True``); each row maps a variable to an id (entity id, relation
         IRI mapped to an entity id, or a literal in N-Triples form)."""
         rows, _ = self._select(query, timeout=timeout)
-        return [{var: self._node_id(term) for var, term in row.items()} for row in rows]
-
-    # -- identifiers -> SPARQL terms (the only way anything reaches a query) ----------------------------------------
-
-    def _relation_iri(self, relation: str) -> str:
-        if not isinstance(relation, str) or not relation:
-            raise KGError(f"relation {relation!r} is not a non-empty string")
-        try:
-            if self._schema.is_valid_relation(relation):
-                iri = check_iri(self._schema.relation_iri(relation))
-            elif "://" in relation or relation.startswith("urn:"):
-                iri = check_iri(relation)
-            else:
-                raise KGError("not in the schema's relation grammar")
-        except KGError as exc:
-            raise KGError(f"relation {relation!r} is not a valid {self._schema.name} relation or IRI ({exc})") from None
-        if self.strict_vocabulary and self._vocab_iris is None:
-            self.vocabulary()
-        if self._vocab_iris is not None and iri not in self._vocab_iris:
-            raise KGError(f"relation {relation!r} is not in this KG's vocabulary ({len(self._vocab_iris)} relations)")
-        return iri
-
-    def _entity_term(self, entity: str) -> str:
-        if not isinstance(entity, str) or not entity:
-            raise KGError(f"entity {entity!r} is not a non-empty string")
-        if is_literal(entity):
-            try:
-                return literal_term(entity)
-            except KGError as exc:
-                raise KGError(f"literal {entity!r} is malformed ({exc})") from None
-        if entity.startswith("_:") and not BNODE_RE.match(entity):
-            raise KGError(f"entity {entity!r} is not a valid blank-node id (_: followed by letters, digits, _ - .)")
-        try:
-            # A "_:" id is a blank node of a store exported from the embedded backend, where the schema made it an
-            # IRI; an endpoint's own blank nodes cannot be addressed across queries and so match nothing.
-            if (self._schema.is_valid_entity(entity) or "://" in entity or entity.startswith("urn:")
-                    or entity.startswith("_:")):
-                return f"<{check_iri(self._schema.entity_iri(entity))}>"
-            raise KGError("not in the schema's entity grammar")
-        except KGError as exc:
-            raise KGError(f"entity {entity!r} is not a valid {self._schema.name} entity id or IRI ({exc})") from None
-
-    def _values(self, var: str, entities: Iterable[str]) -> str:
-        terms = list(dict.fromkeys(self._entity_term(e) for e in entities))
-        return f"VALUES {var} {{ {' '.join(terms)} }}"
-
-    def _node_id(self, term: dict[str, str]) -> str:
-        kind = term.get("type")
-        value = term.get("value", "")
-        if kind == "uri":
-            return self._schema.entity_id(value)
-        if kind == "bnode":
-            return "_:" + value
-        lang = term.get("xml:lang")
-        datatype = term.get("datatype")
-        if lang or datatype in (XSD_STRING, RDF_LANGSTRING):
-            datatype = None
-        if datatype == XSD + "boolean" and value in ("1", "0"):
-            value = "true" if value == "1" else "false"  # Virtuoso writes booleans as 1/0
-        return make_literal(value, datatype=datatype, lang=lang)
-
-    def _hidden(self, relation_iri: str) -> bool:
-        # Names are served by names(); a name predicate is not a relation to follow.
-        return relation_iri in self._name_iris or self._schema.is_noise_relation(self._schema.relation_id(relation_iri))
-
-    # -- compilation -----------------------------------------------------------------------------------------------
-
-    def _triple(self, source: str, hop: Hop, target: str) -> str:
-        iri = self._relation_iri(hop.relation)
-        if Direction.parse(hop.direction) is Direction.OUT:
-            return f"{source} <{iri}> {target} ."
-        return f"{target} <{iri}> {source} ."
-
-    def _frontier(self, block: str, var: str, hops: Chain, prefix: str, start: int = 0,
-                  cap_last: bool = True) -> tuple[str, str]:
-        """Wrap ``block`` (a group yielding distinct ``var``) in one DISTINCT subquery per hop."""
-        for i, hop in enumerate(hops):
-            nxt = f"?{prefix}{start + i + 1}"
-            cap = f" LIMIT {self.max_frontier}" if cap_last or i < len(hops) - 1 else ""
-            block = f"{{ SELECT DISTINCT {nxt} WHERE {{ {block} {self._triple(var, hop, nxt)} }}{cap} }}"
-            var = nxt
-        return block, var
-
-    def _path_exists(self, var: str, hops: Chain, prefix: str) -> str:
-        """A plain pattern that some path ``hops`` leaves ``var`` (for FILTER EXISTS; engines stop at the first)."""
-        parts, current = [], var
-        for i, hop in enumerate(hops):
-            nxt = f"?{prefix}{i + 1}"
-            parts.append(self._triple(current, hop, nxt))
-            current = nxt
-        return " ".join(parts)
-
-    def _reaches_target(self, var: str, hops: Chain, target: str, prefix: str) -> str:
-        """A pattern that ``hops`` leads from ``var`` to ``target`` (entity: that node; literal: its lexical value)."""
-        if is_literal(target):
-            value = sparql_string(literal_value(target))
-            if not hops:
-                return f"FILTER(isLiteral({var}) && str({var}) = {value})"
-            end = f"?{prefix}{len(hops)}"
-            return f"{self._path_exists(var, hops, prefix)} FILTER(isLiteral({end}) && str({end}) = {value})"
-        term = self._entity_term(target)
-        if not hops:
-            return f"FILTER({var} = {term})"
-        body = self._path_exists(var, hops[:-1], prefix)
-        last = f"?{prefix}{len(hops) - 1}" if len(hops) > 1 else var
-        return f"{body} {self._triple(last, hops[-1], term)}"
-
-    @staticmethod
-    def _outer(block: str, var: str, limit: int) -> str:
-        return f"SELECT {var} WHERE {{ {block} }} LIMIT {limit}"
-
-    def _chain_query(self, topics: Sequence[str], chain: Chain, limit: int) -> str:
-        block, var = self._frontier(self._values("?e0", topics), "?e0", chain, "e", cap_last=False)
-        if not chain:
-            # Topics that occur in the KG at all (FILTER EXISTS stops at the first triple of a hub).
-            block = (f"{{ SELECT DISTINCT ?e0 WHERE {{ {block} "
-                     "FILTER EXISTS { { ?e0 ?p_ ?o_ } UNION { ?s_ ?p_ ?e0 } } } }")
-        return self._outer(block, var, limit + 1)
-
-    def _paths_query(self, topics: Sequence[str], chain: Chain, max_paths: int) -> str:
-        block = self._values("?e0", topics)
-        projected = ["?e0"]
-        for i, hop in enumerate(chain):
-            nxt = f"?e{i + 1}"
-            cap = f" LIMIT {self.max_frontier}" if i < len(chain) - 1 else ""
-            projected.append(nxt)
-            block = (f"{{ SELECT DISTINCT {' '.join(projected)} WHERE {{ {block} "
-                     f"{self._triple(projected[-2], hop, nxt)} }}{cap} }}")
-        return f"SELECT {' '.join(projected)} WHERE {{ {block} }} LIMIT {max_paths + 1}"
+        return [{var: self._reader.node_id(term) for var, term in row.items()} for row in rows]
 
     # -- protocol: one hop -----------------------------------------------------------------------------------------
 
     def has_entity(self, entity: str) -> bool:
         """Whether ``entity`` occurs in any triple (a named entity of degree 0 occurs in its name triple)."""
         try:
-            term = self._entity_term(entity)
+            term = self._compiler.entity_term(entity)
         except KGError:
             return False
         if is_literal(entity):
@@ -367,45 +225,24 @@ class SparqlKG(DerivedOps):
         return self._ask(f"ASK {{ {{ {term} ?p ?o }} UNION {{ ?s ?p {term} }} }}")
 
     def relations(self, entity: str, direction: Direction | str = Direction.OUT) -> list[str]:
-        term = self._entity_term(entity)
+        term = self._compiler.entity_term(entity)
         pattern = f"{term} ?p ?x ." if Direction.parse(direction) is Direction.OUT else f"?x ?p {term} ."
         return self._relation_list(pattern)
 
     def _relation_list(self, pattern: str) -> list[str]:
-        query = self._outer(f"{{ SELECT DISTINCT ?p WHERE {{ {pattern} }} }}", "?p", self.max_relations)
+        query = self._compiler.outer(f"{{ SELECT DISTINCT ?p WHERE {{ {pattern} }} }}", "?p", self.max_relations)
         rows, _ = self._select(query)
-        found = {row["p"]["value"] for row in rows if row.get("p", {}).get("type") == "uri"}
-        return sorted(self._schema.relation_id(p) for p in found if not self._hidden(p))
+        predicates = {row["p"]["value"]: row["p"] for row in rows if "p" in row}
+        return sorted(r for r in map(self._reader.relation, predicates.values()) if r is not None)
 
     def neighbors(self, entity: str, relation: str, direction: Direction | str = Direction.OUT,
                   limit: int = 100) -> list[str]:
         limit = max(int(limit), 0)
-        triple = self._triple(self._entity_term(entity), Hop(relation, Direction.parse(direction)), "?x")
+        triple = self._compiler.triple(self._compiler.entity_term(entity), Hop(relation, Direction.parse(direction)), "?x")
         if limit == 0:
             return []
-        rows, _ = self._select(self._outer(f"{{ SELECT DISTINCT ?x WHERE {{ {triple} }} }}", "?x", limit))
-        return [self._node_id(row["x"]) for row in rows if "x" in row]
-
-    @staticmethod
-    def _rows(variables: str, rows: Sequence[Sequence[str]]) -> str:
-        """``VALUES (?v ?i ...) { (<a> 0 ...) ... }`` for rows of terms whose first is a node.
-
-        Virtuoso 7 (at least with a few thousand language-tagged literals in the store) matches nothing at all for a
-        multi-row VALUES of several variables that holds a language-tagged literal, so each row whose node is one gets
-        a one-row VALUES of its own, the blocks joined by UNION (a UNION of constants: nothing unbound to scan).
-        """
-        def block(part: Sequence[Sequence[str]]) -> str:
-            return f"VALUES ({variables}) {{ {' '.join('(' + ' '.join(row) + ')' for row in part)} }}"
-
-        tagged = [row for row in rows if _LANG_TAGGED.search(row[0])]
-        if not tagged:
-            return block(rows)
-        plain = [row for row in rows if not _LANG_TAGGED.search(row[0])]
-        return " UNION ".join(f"{{ {block(part)} }}" for part in ([plain] if plain else []) + [[row] for row in tagged])
-
-    def _indexed_values(self, variables: str, terms: Sequence[str]) -> str:
-        """``VALUES (?v ?i) { (<a> 0) (<b> 1) }``: each term and its position (to map answers back)."""
-        return self._rows(variables, [(term, str(i)) for i, term in enumerate(terms)])
+        rows, _ = self._select(self._compiler.outer(f"{{ SELECT DISTINCT ?x WHERE {{ {triple} }} }}", "?x", limit))
+        return [self._reader.node_id(row["x"]) for row in rows if "x" in row]
 
     def neighbors_many(self, entities: Sequence[str], relation: str, direction: Direction | str = Direction.OUT,
                        limit_per_entity: int = 100) -> dict[str, list[str]]:
@@ -414,16 +251,16 @@ class SparqlKG(DerivedOps):
         check_ids(entities, "entities")
         limit = check_count(limit_per_entity, "limit_per_entity")
         hop = Hop(relation, Direction.parse(direction))
-        triple = self._triple("?e", hop, "?x")  # validates the relation before anything is sent
+        triple = self._compiler.triple("?e", hop, "?x")  # validates the relation before anything is sent
         unique = list(dict.fromkeys(entities))
-        terms = [self._entity_term(e) for e in unique]
+        terms = [self._compiler.entity_term(e) for e in unique]
         out: dict[str, list[str]] = {e: [] for e in unique}
         if limit == 0:
             return out
         for start in range(0, len(unique), _BATCH):
             batch = terms[start:start + _BATCH]
             cap = len(batch) * limit
-            rows, partial = self._select(f"SELECT DISTINCT ?i ?x WHERE {{ {self._indexed_values('?e ?i', batch)} "
+            rows, partial = self._select(f"SELECT DISTINCT ?i ?x WHERE {{ {self._compiler.indexed_values('?e ?i', batch)} "
                                          f"{triple} }} LIMIT {cap + 1}", strict=False)
             if partial or len(rows) > cap:
                 branches = " UNION ".join(f"{{ SELECT DISTINCT ?i ?x WHERE {{ VALUES (?e ?i) {{ ({term} {i}) }} "
@@ -432,7 +269,7 @@ class SparqlKG(DerivedOps):
             for row in rows:
                 found = out[unique[start + int(row["i"]["value"])]]
                 if len(found) < limit:
-                    found.append(self._node_id(row["x"]))
+                    found.append(self._reader.node_id(row["x"]))
         return out
 
     # -- subgraphs ---------------------------------------------------------------------------------------------------
@@ -450,7 +287,7 @@ class SparqlKG(DerivedOps):
             predicates = []
             for relation in sorted(allowed):
                 with contextlib.suppress(KGError):  # a relation this endpoint cannot have is simply not followed
-                    predicates.append(f"<{self._relation_iri(relation)}>")
+                    predicates.append(f"<{self._compiler.relation_iri(relation)}>")
         found = [s for s in dict.fromkeys(seeds) if self.has_entity(s)]
         collector = SubgraphCollector(found, max_triples)
         frontier = found
@@ -458,7 +295,7 @@ class SparqlKG(DerivedOps):
             expand = [n for n in frontier if not (level and is_literal(n))]
             nxt: list[str] = []
             for start in range(0, len(expand), _BATCH):
-                edges, cut = self._level_edges(expand[start:start + _BATCH], max_per_node, allowed, predicates)
+                edges, cut = self._levels.edges(expand[start:start + _BATCH], max_per_node, allowed, predicates)
                 collector.truncated = collector.truncated or cut
                 if not all(collector.add(triple, other, nxt) for triple, other in edges):
                     return collector.result()
@@ -466,89 +303,6 @@ class SparqlKG(DerivedOps):
             if not frontier:
                 break
         return collector.result()
-
-    def _level_edges(self, nodes: list[str], cap: int, allowed: frozenset[str] | None,
-                     predicates: list[str] | None) -> tuple[list[tuple[Triple, str]], bool]:
-        """The edges a subgraph keeps of ``nodes`` (in subgraph order, each with its far end) and whether a node's cap
-        cut some."""
-        if predicates is not None and not predicates:
-            return [], False
-        values = self._indexed_values("?v ?i", [self._entity_term(n) for n in nodes])
-        only = f"VALUES ?p {{ {' '.join(predicates)} }}" if predicates is not None else ""
-        shapes = {Direction.OUT: "?v ?p ?x .", Direction.IN: "?x ?p ?v ."}
-        # (node position, direction, relation) -> [count, relation IRI, neighbours or None when not fetched]
-        groups: dict[tuple[int, Direction, str], list[Any]] = {}
-        total_cap = max(_MIN_LEVEL_ROWS, len(nodes) * (cap + 1))
-        for direction, shape in shapes.items():
-            rows, partial = self._select(f"SELECT DISTINCT ?i ?p ?x WHERE {{ {values} {only} {shape} }} "
-                                         f"LIMIT {total_cap}", strict=False)
-            complete = not partial and len(rows) < total_cap
-            if not complete:  # a hub: count the edges per relation instead
-                rows, _ = self._select(f"SELECT ?i ?p (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {values} {only} {shape} }} "
-                                       "GROUP BY ?i ?p")
-            for row in rows:
-                iri = row.get("p", {}).get("value", "")
-                if row.get("p", {}).get("type") != "uri" or self._hidden(iri):
-                    continue
-                relation = self._schema.relation_id(iri)
-                if allowed is not None and relation not in allowed:
-                    continue
-                group = groups.setdefault((int(row["i"]["value"]), direction, relation),
-                                          [0, iri, [] if complete else None])
-                if complete:
-                    group[0] += 1
-                    group[2].append(self._node_id(row["x"]))
-                else:
-                    group[0] = int(row["n"]["value"])
-        # Node by node, outgoing before incoming, relations sorted: the order of the generic version.
-        order = sorted(groups, key=lambda k: (k[0], k[1] is Direction.IN, k[2]))
-        takes: dict[tuple[int, Direction, str], int] = {}
-        cut = False
-        for _, node_groups in itertools.groupby(order, key=lambda k: k[0]):
-            keys = list(node_groups)
-            counts = [groups[k][0] for k in keys]
-            cut = cut or sum(counts) > cap
-            takes.update(zip(keys, fair_shares(counts, cap), strict=True))
-        self._fetch_groups(nodes, groups, takes)
-        kept: list[tuple[Triple, str]] = []
-        for key in order:
-            i, direction, relation = key
-            for other in sorted(groups[key][2])[:takes[key]]:
-                node = nodes[i]
-                kept.append(((node, relation, other) if direction is Direction.OUT else (other, relation, node), other))
-        return kept, cut
-
-    def _fetch_groups(self, nodes: list[str], groups: dict[tuple[int, Direction, str], list[Any]],
-                      takes: dict[tuple[int, Direction, str], int]) -> None:
-        """Fill in the neighbours of the groups only counted so far: a whole group in one query per direction, a cut
-        group with a LIMIT of its own (a UNION of subqueries, 50 at a time)."""
-        whole: dict[Direction, list[tuple[str, str, str]]] = {Direction.OUT: [], Direction.IN: []}
-        part: list[str] = []
-        index: dict[str, tuple[int, Direction, str]] = {}  # the ?i of each group asked for
-        for key, (count, iri, found) in groups.items():
-            if found is not None:
-                continue
-            groups[key][2] = []
-            if takes[key] == 0:
-                continue
-            i, direction, _ = key
-            position = str(len(index))
-            index[position] = key
-            term = self._entity_term(nodes[i])
-            shape = f"?v <{iri}> ?x ." if direction is Direction.OUT else f"?x <{iri}> ?v ."
-            if takes[key] == count:
-                whole[direction].append((term, position, f"<{iri}>"))
-            else:
-                part.append(f"{{ SELECT DISTINCT ?i ?p ?x WHERE {{ VALUES (?v ?i ?p) {{ ({term} {position} <{iri}>) }} "
-                            f"{shape} }} LIMIT {takes[key]} }}")
-        queries = [f"SELECT DISTINCT ?i ?p ?x WHERE {{ {self._rows('?v ?i ?p', rows)} "
-                   f"{'?v ?p ?x .' if direction is Direction.OUT else '?x ?p ?v .'} }}"
-                   for direction, rows in whole.items() if rows]
-        queries += [f"SELECT ?i ?p ?x WHERE {{ {' UNION '.join(part[k:k + 50])} }}" for k in range(0, len(part), 50)]
-        for query in queries:
-            rows, _ = self._select(query)
-            for row in rows:
-                groups[index[row["i"]["value"]]][2].append(self._node_id(row["x"]))
 
     # -- protocol: chains ------------------------------------------------------------------------------------------
 
@@ -561,17 +315,17 @@ class SparqlKG(DerivedOps):
         if not topics:
             return ChainResult([], [] if bindings else None)
         if not bindings:
-            return self._entities(self._chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
+            return self._entities(self._compiler.chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
         if not chain:
-            result = self._entities(self._chain_query(topics, chain, limit), "?e0", limit)
+            result = self._entities(self._compiler.chain_query(topics, chain, limit), "?e0", limit)
             result.paths = [(e,) for e in result.entities]
             return result
-        rows, partial = self._select(self._paths_query(topics, chain, max_paths), strict=False)
-        paths = [tuple(self._node_id(row[f"e{i}"]) for i in range(len(chain) + 1)) for row in rows]
+        rows, partial = self._select(self._compiler.paths_query(topics, chain, max_paths), strict=False)
+        paths = [tuple(self._reader.node_id(row[f"e{i}"]) for i in range(len(chain) + 1)) for row in rows]
         cut = partial or len(paths) > max_paths
         if cut:
             # The paths were cut, so they may miss some end entities: ask for the entities on their own.
-            result = self._entities(self._chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
+            result = self._entities(self._compiler.chain_query(topics, chain, limit), f"?e{len(chain)}", limit)
             keep = set(result.entities)
             result.paths = [p for p in paths if p[-1] in keep][:max_paths]
             result.truncated = True
@@ -587,7 +341,7 @@ class SparqlKG(DerivedOps):
     def _entities(self, query: str, var: str, limit: int) -> ChainResult:
         rows, partial = self._select(query, strict=False)
         name = var.lstrip("?")
-        found = list(dict.fromkeys(self._node_id(row[name]) for row in rows if name in row))
+        found = list(dict.fromkeys(self._reader.node_id(row[name]) for row in rows if name in row))
         return ChainResult(found[:limit], None, partial or len(found) > limit)
 
     def chain_relations(self, topics: Sequence[str], chain: Chain,
@@ -595,7 +349,7 @@ class SparqlKG(DerivedOps):
         check_ids(topics)
         if not topics:
             return []
-        block, var = self._frontier(self._values("?e0", topics), "?e0", tuple(chain), "e")
+        block, var = self._compiler.frontier(self._compiler.values("?e0", topics), "?e0", tuple(chain), "e")
         edge = f"{var} ?p ?x ." if Direction.parse(direction) is Direction.OUT else f"?x ?p {var} ."
         return self._relation_list(f"{block} {edge}")
 
@@ -613,13 +367,13 @@ class SparqlKG(DerivedOps):
         if not topics:
             return ChainResult([])
         s = constraint.source
-        block, var = self._frontier(self._values("?e0", topics), "?e0", main[:s], "e")
+        block, var = self._compiler.frontier(self._compiler.values("?e0", topics), "?e0", main[:s], "e")
         if s < len(main):
             # Only sources on a complete main path count: some path of the rest of the chain must leave them.
-            rest = self._path_exists(var, main[s:], "r")
+            rest = self._compiler.path_exists(var, main[s:], "r")
             block = f"{{ SELECT DISTINCT {var} WHERE {{ {block} FILTER EXISTS {{ {rest} }} }} }}"
-        block, end = self._frontier(block, var, tuple(constraint.chain), "c", cap_last=False)
-        return self._entities(self._outer(block, end, limit + 1), end, limit)
+        block, end = self._compiler.frontier(block, var, tuple(constraint.chain), "c", cap_last=False)
+        return self._entities(self._compiler.outer(block, end, limit + 1), end, limit)
 
     def filter_by_constraint(self, topics: Sequence[str], main: Chain, constraint: ConstraintChain,
                              limit: int = DEFAULT_CHAIN_LIMIT) -> ChainResult:
@@ -631,23 +385,20 @@ class SparqlKG(DerivedOps):
         if not topics:
             return ChainResult([])
         s = constraint.source
-        block, var = self._frontier(self._values("?e0", topics), "?e0", main[:s], "e")
-        check = self._reaches_target(var, tuple(constraint.chain), constraint.target, "c")
+        block, var = self._compiler.frontier(self._compiler.values("?e0", topics), "?e0", main[:s], "e")
+        check = self._compiler.reaches_target(var, tuple(constraint.chain), constraint.target, "c")
         block = f"{{ SELECT DISTINCT {var} WHERE {{ {block} FILTER EXISTS {{ {check} }} }} }}"
-        block, end = self._frontier(block, var, main[s:], "e", start=s, cap_last=False)
-        return self._entities(self._outer(block, end, limit + 1), end, limit)
+        block, end = self._compiler.frontier(block, var, main[s:], "e", start=s, cap_last=False)
+        return self._entities(self._compiler.outer(block, end, limit + 1), end, limit)
 
     # -- protocol: names and search --------------------------------------------------------------------------------
-
-    def _lang_filter(self, var: str) -> str:
-        lang = sparql_string(self._schema.language)
-        return f'FILTER(isLiteral({var}) && (lang({var}) = "" || langMatches(lang({var}), {lang})))'
 
     def _name_rank(self, term: dict[str, str], predicate: str) -> tuple[int, int, str]:
         lang = (term.get("xml:lang") or "").lower()
         wanted = self._schema.language.lower()
         lang_rank = 0 if lang == wanted else 1 if lang.startswith(wanted + "-") else 2
-        pred_rank = self._name_iris.index(predicate) if predicate in self._name_iris else len(self._name_iris)
+        name_iris = self._compiler.name_iris
+        pred_rank = name_iris.index(predicate) if predicate in name_iris else len(name_iris)
         return lang_rank, pred_rank, term.get("value", "")
 
     def names(self, ids: Sequence[str]) -> dict[str, str | None]:
@@ -660,20 +411,20 @@ class SparqlKG(DerivedOps):
                 except KGError as exc:
                     raise KGError(f"literal {node!r} is malformed ({exc})") from None
             else:
-                self._entity_term(node)  # validate before anything is sent
+                self._compiler.entity_term(node)  # validate before anything is sent
                 out[node] = None
                 entities.append(node)
         unique = list(dict.fromkeys(entities))
-        for start in range(0, len(unique), _NAME_BATCH):
-            batch = unique[start:start + _NAME_BATCH]
-            query = (f"SELECT ?e ?p ?n WHERE {{ {self._values('?e', batch)} VALUES ?p {{ {self._name_values} }} "
-                     f"?e ?p ?n . {self._lang_filter('?n')} }}")
+        for start in range(0, len(unique), _BATCH):
+            batch = unique[start:start + _BATCH]
+            query = (f"SELECT ?e ?p ?n WHERE {{ {self._compiler.values('?e', batch)} "
+                     f"VALUES ?p {{ {self._compiler.name_values} }} ?e ?p ?n . {self._compiler.lang_filter('?n')} }}")
             rows, _ = self._select(query)
             best: dict[str, tuple[tuple[int, int, str], str]] = {}
             for row in rows:
                 if "e" not in row or "n" not in row:
                     continue
-                entity = self._node_id(row["e"])
+                entity = self._reader.node_id(row["e"])
                 rank = self._name_rank(row["n"], row.get("p", {}).get("value", ""))
                 if entity not in best or rank < best[entity][0]:
                     best[entity] = (rank, row["n"]["value"])
@@ -695,13 +446,13 @@ class SparqlKG(DerivedOps):
                                                   label.strip().capitalize()) if v))
         lang = self._schema.language
         terms = " ".join(f"{sparql_string(v)} {sparql_string(v)}@{lang}" for v in variants)
-        query = self._outer(f"{{ SELECT DISTINCT ?e ?n WHERE {{ VALUES ?n {{ {terms} }} "
-                            f"{self._name_triple} FILTER(!isLiteral(?e)) }} }}",
+        query = self._compiler.outer(f"{{ SELECT DISTINCT ?e ?n WHERE {{ VALUES ?n {{ {terms} }} "
+                            f"{self._compiler.name_triple} FILTER(!isLiteral(?e)) }} }}",
                             "?e ?n", max(limit, 100))
         rows, _ = self._select(query)
         exact: dict[str, EntityMatch] = {}
         for row in rows:
-            entity = self._node_id(row["e"])
+            entity = self._reader.node_id(row["e"])
             exact.setdefault(entity, EntityMatch(entity, row["n"]["value"], 1.0))
         matches = sorted(exact.values(), key=lambda m: m.id)
         if not fuzzy or len(matches) >= limit:
@@ -759,10 +510,10 @@ class SparqlKG(DerivedOps):
         return list(dict.fromkeys(found))
 
     def _candidate_rows(self, condition: str) -> list[tuple[str, str]]:
-        query = (f"SELECT ?e ?n WHERE {{ {self._name_triple} {self._lang_filter('?n')} "
+        query = (f"SELECT ?e ?n WHERE {{ {self._compiler.name_triple} {self._compiler.lang_filter('?n')} "
                  f"FILTER(!isLiteral(?e)) {condition} }} LIMIT {self.search_scan_limit}")
         rows, _ = self._select(query, strict=False)
-        return [(self._node_id(r["e"]), r["n"]["value"]) for r in rows if "e" in r and "n" in r]
+        return [(self._reader.node_id(r["e"]), r["n"]["value"]) for r in rows if "e" in r and "n" in r]
 
     # -- protocol: vocabulary and statistics -----------------------------------------------------------------------
 
@@ -770,7 +521,7 @@ class SparqlKG(DerivedOps):
         """In the vocabulary once it is fetched; before that, an indexed ``ASK`` (cached), falling back to the schema's
         grammar when the endpoint does not answer."""
         try:
-            iri = self._relation_iri(relation)
+            iri = self._compiler.relation_iri(relation)
         except KGError:
             return False
         if self._vocab_iris is not None:
@@ -804,14 +555,15 @@ class SparqlKG(DerivedOps):
     def stats(self) -> KGStats:
         """Counts by COUNT queries, each bounded by ``stats_timeout`` (``None`` when it runs out)."""
         # Name triples are counted under ``names`` only, as the embedded store does.
-        not_name = f"FILTER(?p NOT IN ({', '.join(f'<{p}>' for p in self._name_iris)}))" if self._name_iris else ""
+        name_iris = self._compiler.name_iris
+        not_name = f"FILTER(?p NOT IN ({', '.join(f'<{p}>' for p in name_iris)}))" if name_iris else ""
         queries = {
             "triples": f"SELECT (COUNT(*) AS ?c) WHERE {{ ?s ?p ?o {not_name} }}",
             "relations": f"SELECT (COUNT(DISTINCT ?p) AS ?c) WHERE {{ ?s ?p ?o {not_name} }}",
             "entities": ("SELECT (COUNT(DISTINCT ?x) AS ?c) WHERE { { ?x ?p ?o } UNION "
                          "{ ?s ?p ?x FILTER(!isLiteral(?x)) } }"),
             "literals": f"SELECT (COUNT(DISTINCT ?o) AS ?c) WHERE {{ ?s ?p ?o FILTER(isLiteral(?o)) {not_name} }}",
-            "names": f"SELECT (COUNT(*) AS ?c) WHERE {{ VALUES ?p {{ {self._name_values} }} ?s ?p ?o }}",
+            "names": f"SELECT (COUNT(*) AS ?c) WHERE {{ VALUES ?p {{ {self._compiler.name_values} }} ?s ?p ?o }}",
         }
         counts: dict[str, int | None] = {}
         for key, query in queries.items():
@@ -826,25 +578,6 @@ class SparqlKG(DerivedOps):
         return KGStats(backend="sparql", schema=self._schema.name, extra=extra, **counts)
 
 
-def _reading_results(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn an error raised while reading an endpoint's results (a variable left unbound, a count that is not a number)
-    into a :class:`KGError` that names the endpoint: the endpoint answered, but not as SPARQL 1.1 results should."""
-
-    @functools.wraps(method)
-    def reading(self: SparqlKG, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            if isinstance(exc, KGQAError):
-                raise
-            raise KGError(f"SPARQL endpoint {self.endpoint} sent results kgqa cannot read ({type(exc).__name__}: "
-                          f"{str(exc)[:200]}); is it a SPARQL 1.1 endpoint answering in JSON?") from exc
-
-    return reading
-
-
-for _name in ("has_entity", "relations", "neighbors", "neighbors_many", "subgraph", "run_chain", "chain_relations",
-              "constraint_values", "filter_by_constraint", "names", "search", "has_relation", "vocabulary", "stats",
-              "select"):
-    setattr(SparqlKG, _name, _reading_results(getattr(SparqlKG, _name)))
-del _name
+guard_result_reading(SparqlKG, ("has_entity", "relations", "neighbors", "neighbors_many", "subgraph", "run_chain",
+                                 "chain_relations", "constraint_values", "filter_by_constraint", "names", "search",
+                                 "has_relation", "vocabulary", "stats", "select"))
