@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgqa.core import AnswerItem, GoldAnswer, Grounding, Prediction, Question
+from kgqa.datasets import DATA_DIR_ENV, load_dataset
 from kgqa.errors import DataError
-from kgqa.eval.datasets import DATA_DIR_ENV, load_dataset
+from kgqa.eval.matching import _max_matching
 from kgqa.eval.metrics import (
     QuestionScore,
-    _max_matching,
     canonical_id,
     match_answers,
     score_prediction,

@@ -1,8 +1,10 @@
-"""``kgqa eval``: run a method on a benchmark into a resumable run directory; ``kgqa eval compare`` and ``report``.
+"""``kgqa eval``: run a method on a benchmark into a resumable run directory; ``kgqa eval compare``, ``report`` and
+``metrics``.
 
 ``kgqa eval --dataset metaqa-2hop --split dev --method NAME --llm SPEC --limit 200 --out RUNDIR`` runs questions
 (the group itself is the run command); ``kgqa eval compare RUNDIR...`` prints runs side by side; ``kgqa eval report
-RUNDIR`` rebuilds summary.json, report.md and the plots from a run's results.jsonl (e.g. after a crash).
+RUNDIR`` rebuilds summary.json, report.md and the plots from a run's results.jsonl (e.g. after a crash); ``kgqa eval
+metrics`` lists the registered metrics (:mod:`kgqa.eval.metric_registry`), whose headline ones close a run's output.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
   kgqa eval --dataset cwq --llm openai:gpt-4.1-mini --kg http://127.0.0.1:8890/sparql \\
             --method-config top_k=5 --workers 8 --out runs/b
   kgqa eval compare runs/a runs/b
+  kgqa eval metrics        (what summary.json measures; docs/adding-a-metric.md)
 """
 
 
@@ -125,10 +128,9 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
         return
     click.echo(f"{run.out_dir}: {run.answered} answered now ({run.failed} failed), {run.skipped} finished before; "
                f"{summary.get('n', 0)} in results")
-    click.echo(f"Hits@1 {100 * summary.get('hits@1', 0):.1f}  F1 {100 * summary.get('f1', 0):.1f}  "
-               f"legacy Hits@1 {100 * summary.get('legacy_hits@1', 0):.1f}  KGR {100 * summary.get('kgr', 0):.1f}  "
-               f"Faithful-F1 {100 * summary.get('faithful_f1', 0):.1f}  "
-               f"calls/q {summary.get('llm_calls_mean', 0):.2f}  tokens/q {summary.get('tokens_mean', 0):.0f}")
+    from kgqa.eval.report import headline
+
+    click.echo(headline(summary))
     if not no_report:
         click.echo(f"report: {run.out_dir / 'report.md'}")
     _fail_if_all_failed(run)
@@ -188,18 +190,42 @@ def compare_command(run_dirs: tuple[Path, ...], markdown: bool, no_breakdowns: b
     click.echo(format_table(header, rows, markdown=markdown))
 
 
+#: How `kgqa eval metrics` says which way a metric is better.
+DIRECTION_WORDS = {"higher": "higher is better", "lower": "lower is better", "neither": "no direction"}
+
+
+@eval_group.command("metrics")
+@click.option("--json", "as_json", is_flag=True, help="Print every field of each metric (but its value function) as JSON.")
+def metrics_command(as_json: bool) -> None:
+    """List every registered metric, one a line: name, label, which way is better, what it measures."""
+    from kgqa.eval.metric_registry import METRICS, registered_metrics
+
+    metrics = registered_metrics()
+    unloadable = METRICS.errors()
+    if as_json:
+        click.echo(json.dumps({"metrics": [m.describe() for m in metrics], "unloadable": unloadable},
+                              ensure_ascii=False, indent=2))
+        return
+    lines = [(m.name, m.label, DIRECTION_WORDS[m.direction], m.description) for m in metrics]
+    widths = [max(len(line[column]) for line in lines) for column in range(3)]
+    for *named, description in lines:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(named, widths, strict=True)) + "  " + description)
+    for name, error in sorted(unloadable.items()):
+        click.echo(f"{name}: could not be loaded: {error}")
+
+
 @eval_group.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--no-plots", is_flag=True, help="summary.json only.")
 def report_command(run_dir: Path, no_plots: bool) -> None:
     """Rebuild summary.json, report.md and the plots of RUN_DIR from its results.jsonl."""
+    from kgqa.eval.report import headline
     from kgqa.eval.runner import summarize_run
 
     if not run_dir.is_dir():
         raise ConfigError(f"run directory {run_dir} does not exist")
     summary = summarize_run(run_dir, report=not no_plots)
-    click.echo(f"{run_dir}: {summary.get('n', 0)} questions, Hits@1 {100 * summary.get('hits@1', 0):.1f}, "
-               f"F1 {100 * summary.get('f1', 0):.1f}")
+    click.echo(f"{run_dir}: {summary.get('n', 0)} questions, {headline(summary)}")
 
 
 @eval_group.command("import-run")
@@ -220,6 +246,8 @@ def import_run_command(file: Path, fmt: str, dataset: str, out_dir: Path, split:
     missing.txt (they are not scored). Then `kgqa eval report` and `kgqa eval compare` treat RUNDIR like any run.
     """
     from kgqa.eval.import_run import import_run
+    from kgqa.eval.metric_registry import Section
+    from kgqa.eval.report import headline
 
     run = import_run(file, fmt=fmt, dataset=dataset, out=out_dir, split=split, data_dir=data_dir)
     join, summary = run.join, run.summary
@@ -236,9 +264,9 @@ def import_run_command(file: Path, fmt: str, dataset: str, out_dir: Path, split:
         if usage["rows"] < join["scored"]:
             cost += (f" over the {usage['rows']:,} rows that record them (summary.json counts the others as 0: "
                      f"{summary.get('llm_calls_mean', 0):.2f} / {summary.get('tokens_mean', 0):,.1f})")
-    click.echo(f"scored on {join['scored']:,} of {join['dataset_questions']:,} questions: "
-               f"Hits@1 {100 * summary.get('hits@1', 0):.1f}  F1 {100 * summary.get('f1', 0):.1f}  "
-               f"legacy Hits@1 {100 * summary.get('legacy_hits@1', 0):.1f}  KGR {100 * summary.get('kgr', 0):.1f}  {cost}")
+    # The headline's cost metrics count a row without usage as 0; `cost` above says how many rows recorded any.
+    scores = headline(summary, sections=[section for section in Section if section is not Section.COST])
+    click.echo(f"scored on {join['scored']:,} of {join['dataset_questions']:,} questions: {scores}  {cost}")
     for key, name in (("unmatched", "unmatched.jsonl"), ("duplicates", "duplicates.jsonl"), ("missing", "missing.txt")):
         if join[key]:
             click.echo(f"{key}: {run.out_dir / name}")

@@ -1,10 +1,12 @@
-"""Evaluation: benchmark datasets (:mod:`kgqa.datasets`), scoring (:mod:`kgqa.eval.metrics`) and the resumable
-runner (:func:`kgqa.eval.runner.run_eval`, imported lazily: it pulls in the LLM layer).
+"""Evaluation: benchmark datasets (:mod:`kgqa.datasets`, re-exported here), scoring (:mod:`kgqa.eval.matching`,
+answers, evidence and audits against gold; :mod:`kgqa.eval.metrics`, a question's scores and a run's summary;
+:mod:`kgqa.eval.metric_registry`, every metric by name) and the resumable runner (:func:`kgqa.eval.runner.run_eval`,
+imported lazily: it pulls in the LLM layer).
 
 The runner's pieces, lowest first: :mod:`~kgqa.eval.rundir` (the run directory's files, the durable results writer,
-the lock), :mod:`~kgqa.eval.kg_timing` (time spent in the KG), :mod:`~kgqa.eval.report` (report.md, plots, comparing
-runs), :mod:`~kgqa.eval.summary` (summary.json of a run directory) and :mod:`~kgqa.eval.runner` (answering the
-questions). Each imports only those before it.
+the lock), :mod:`~kgqa.eval.kg_timing` (time spent in the KG), :mod:`~kgqa.eval.progress` (the progress bar),
+:mod:`~kgqa.eval.report` (report.md, plots, comparing runs), :mod:`~kgqa.eval.summary` (summary.json of a run
+directory) and :mod:`~kgqa.eval.runner` (answering the questions). Each imports only those before it.
 """
 
 from kgqa.datasets import (

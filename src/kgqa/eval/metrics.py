@@ -1,65 +1,48 @@
-"""Scoring: strict answer matching (the default), the legacy substring rule beside it, and faithfulness (KGR).
+"""Scoring: one question's scores (:func:`score_prediction`) and their summary over a run (:func:`summarize`).
 
-Strict matching (``hit1``, ``hit``, ``precision``, ``recall``, ``f1``)
-    Text is normalised with :func:`kgqa.normalize.normalize_answer` (unicode folding, case, punctuation, the articles
-    a/an/the, whitespace). A predicted answer matches a gold answer **by id** when both carry an id of the same kind
-    (both Freebase MIDs, both Wikidata ids, or both other ids such as MetaQA labels), and otherwise by its normalised
-    name against the gold's normalised name or any alias. A literal id (``"1967"^^<...>``) is matched by its value.
-    Predictions are first de-duplicated (same id, or same normalised name for an answer without id; empty answers are
-    dropped); then predictions and gold answers are matched one-to-one (a maximum bipartite matching), so each gold
-    answer counts at most once and precision = matched / predictions never exceeds 1. ``hit1`` looks only at the
-    first-ranked prediction, ``hit`` at any. A question without gold answers scores 1 if the prediction is empty too
-    and 0 otherwise.
-
-Legacy matching (``legacy_*``)
-    The lenient rule of the ToG/PoG evaluation scripts: lower-case, spaces removed, and a prediction counts if it
-    equals a gold name/alias or either string contains the other ("2014" matches "2014 World Series"). Implemented as
-    intended, without those scripts' bugs: an empty prediction never matches (in the scripts "" is a substring of
-    everything), a malformed record cannot crash the scorer, and each prediction is compared on its own rather than a
-    whole response string. It is applied to our normalised text (so it also forgives accents and punctuation, which the
-    scripts' lower-casing does not) and includes every strict match, so legacy >= strict always holds. Report it
-    beside strict to compare with papers that used it; never instead of it.
+A question is scored with the rules of :mod:`kgqa.eval.matching` (strict and legacy answer matching, evidence support,
+the method's audits against gold) into a :class:`QuestionScore`, the fields of its results.jsonl row. The summary
+computes every metric of :mod:`kgqa.eval.metric_registry` over the rows (Hits@1, F1, KGR, Faithful-F1, the legacy
+rates, cost ...), plus the grounding counts, the audit checks, the method's statistics and the same per breakdown group.
 
 Faithfulness (CCoR paper, Sec. V)
     Each prediction carries a grounding state with weight w = 1.0 (structured), 0.5 (synthesis), 0 (parametric).
     ``KGR = (1/N) * sum_i w(a_i)`` over the evaluated questions (Eq. 11) and ``Faithful-F1 = KGR x F1`` (Eq. 12), where
-    F1 is the dataset-level mean F1: both are **aggregate** quantities, computed by :func:`summarize` (the paper's
-    Table IV checks out this way, e.g. ToG 57.5 F1 x 56.5 KGR = 32.5). Per question we keep only the weight.
+    F1 is the dataset-level mean F1: both are **aggregate** quantities, computed over the rows (the paper's Table IV
+    checks out this way, e.g. ToG 57.5 F1 x 56.5 KGR = 32.5). Per question we keep only the weight.
 
 Reliable answering (SRP paper)
-    ``supported_hit1`` is 1 when the first-ranked answer is correct under the strict rule **and** appears as a node of
-    the prediction's evidence (the head or tail of an evidence triple, or any node of a longer path row
-    ``[n0, r1, n1, r2, n2 ...]``: by id, or for an answer without id, a literal, by its value or name); the summary's
-    ``reliable_answering`` is its mean: a correct answer supported by KG triples.
+    ``supported_hit1`` is 1 when the first-ranked answer is correct under the strict rule **and** supported by the
+    prediction's evidence (:func:`~kgqa.eval.matching.supported_by_evidence`); the summary's ``reliable_answering`` is
+    its mean: a correct answer supported by KG triples.
 
 Verdict audits
-    A method records its own verdicts as :class:`kgqa.core.Audit` (a check label, a claim, the nodes it is about); it
-    never sees gold. Here each audit's nodes become answer items (id = the node unless it is a literal; name = the given
-    name or a literal's value) and are matched against the gold answers with the strict rule: the audit *contains gold*
-    when at least one of them matches. Per check and question we count ``n`` audits, ``claims`` (claim True), ``tp``
-    (claimed and contains), ``fp`` (claimed, does not), ``fn`` (claim False, contains), ``tn`` (claim False, does not),
-    ``contained`` (contains, any claim), and of the check's final audit (highest step, else last listed)
-    ``final_claim`` (it claimed True) and ``final_wrong`` (it claimed True without gold: the method stopped without the
-    answer). A question without gold answers counts its audits under ``n_unknown`` only. :func:`summarize` sums them
-    per check and derives ``precision`` = tp / (tp + fp), ``recall`` = tp / (tp + fn), ``stopped_without_answer`` =
-    questions whose final audit claimed True without gold / questions with at least one claim, and
-    ``searching_success`` = questions where some audit contains gold / questions with known gold carrying the check
-    (None when a denominator is 0).
+    Per question, the counts of :func:`~kgqa.eval.matching.audit_counts`. :func:`summarize` sums them per check and
+    derives ``precision`` = tp / (tp + fp), ``recall`` = tp / (tp + fn), ``stopped_without_answer`` = questions whose
+    final audit claimed True without gold / questions with at least one claim, and ``searching_success`` = questions
+    where some audit contains gold / questions with known gold carrying the check (None when a denominator is 0).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from functools import lru_cache
 from typing import Any
 
-from kgqa.core import GROUNDING_WEIGHTS, AnswerItem, Audit, GoldAnswer, Grounding, Prediction, Question
-from kgqa.errors import DataError, KGError
-from kgqa.kg.base import is_literal, literal_value
-from kgqa.kg.schema import FREEBASE_ID_RE, WIKIDATA_ID_RE
-from kgqa.normalize import normalize_answer
+from kgqa.core import GROUNDING_WEIGHTS, Grounding, Prediction, Question
+from kgqa.errors import DataError
+from kgqa.eval.matching import (
+    AUDIT_COUNTS,
+    MatchResult,
+    audit_counts,
+    canonical_id,
+    clear_caches,
+    match_answers,
+    match_strict_and_legacy,
+    supported_by_evidence,
+)
+from kgqa.eval.metric_registry import average, registered_metrics
 
 __all__ = [
     "AUDIT_COUNTS",
@@ -76,368 +59,6 @@ __all__ = [
 
 #: Metadata keys a summary is broken down by (when the questions carry them).
 DEFAULT_BREAKDOWN_KEYS: tuple[str, ...] = ("hops", "qtype", "compositionality", "constrained", "level")
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Keys
-
-
-_MID_RE = FREEBASE_ID_RE  # the Freebase mid grammar, written once in kgqa.kg.schema
-_ID_PREFIXES = ("http://rdf.freebase.com/ns/", "https://rdf.freebase.com/ns/", "ns:", "fb:",
-                "http://www.wikidata.org/entity/", "https://www.wikidata.org/entity/", "wd:")
-
-
-@lru_cache(maxsize=1 << 16)
-def _norm(text: str) -> str:
-    return normalize_answer(text)  # an article-only answer ("The", a band) keeps its label there
-
-
-@lru_cache(maxsize=1 << 16)
-def _legacy_key(text: str) -> str:
-    return _norm(text).replace(" ", "")
-
-
-def clear_caches() -> None:
-    """Empty the normalisation caches (benchmarks measure cold scoring with it)."""
-    _norm.cache_clear()
-    _legacy_key.cache_clear()
-    canonical_id.cache_clear()
-    _id_key.cache_clear()
-
-
-def _literal_value(node: str) -> str:
-    try:
-        return literal_value(node)
-    except KGError:  # e.g. a prefixed datatype ("1999"^^xsd:gYear): take what is between the quotes
-        end = node.rfind('"')
-        return node[1:end] if end > 0 else node.strip('"')
-
-
-@lru_cache(maxsize=1 << 16)
-def canonical_id(value: str | None) -> str | None:
-    """The comparable form of an answer id: prefixes (``ns:``, ``wd:``, IRIs, ``<>``) removed; ``None`` for no id or a
-    literal (literals are compared by value, as names)."""
-    if value is None:
-        return None
-    text = value.strip()
-    if not text or text.startswith('"'):
-        return None
-    if text.startswith("<") and text.endswith(">"):
-        text = text[1:-1]
-    for prefix in _ID_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-            break
-    return text or None
-
-
-def _id_kind(cid: str) -> str:
-    if _MID_RE.match(cid):
-        return "freebase"
-    if WIKIDATA_ID_RE.match(cid):
-        return "wikidata"
-    return "other"
-
-
-@lru_cache(maxsize=1 << 16)
-def _id_key(value: str | None) -> tuple[str | None, str | None]:
-    cid = canonical_id(value)
-    return cid, (_id_kind(cid) if cid else None)
-
-
-@dataclass(slots=True)
-class _Pred:
-    cid: str | None
-    kind: str | None
-    name: str  # normalised
-    legacy: str  # normalised, spaces removed
-
-    @property
-    def empty(self) -> bool:
-        return self.cid is None and not self.name
-
-
-def _pred_key(item: AnswerItem) -> _Pred:
-    raw_id = item.id
-    name = item.name or ""
-    if not name.strip() and raw_id and raw_id.strip().startswith('"'):
-        name = _literal_value(raw_id.strip()) or ""  # a nameless literal answer: its value is its name
-    cid, kind = _id_key(raw_id)
-    return _Pred(cid, kind, _norm(name), _legacy_key(name))
-
-
-def _dedupe_preds(items: Sequence[AnswerItem]) -> list[_Pred]:
-    preds: list[_Pred] = []
-    seen_ids: set[str] = set()
-    seen_names: set[str] = set()
-    for item in items:
-        pred = _pred_key(item)
-        if pred.cid is not None:
-            if pred.cid in seen_ids:
-                continue
-            seen_ids.add(pred.cid)
-        elif not pred.name or pred.name in seen_names:
-            continue  # empty, or a repeat of an earlier answer's name
-        if pred.name:
-            seen_names.add(pred.name)
-        preds.append(pred)
-    return preds
-
-
-class _GoldTable:
-    """The de-duplicated gold answers of one question, indexed by id and by normalised name/alias, so matching a
-    prediction is a few dictionary lookups rather than a comparison with every gold answer."""
-
-    __slots__ = ("by_id", "by_name", "kinds", "legacy", "n")
-
-    def __init__(self, golds: Sequence[GoldAnswer]) -> None:
-        by_id: dict[str, int] = {}  # ids are unique after de-duplication
-        by_name: dict[str, list[int]] = {}
-        kinds: list[str | None] = []
-        legacy: list[tuple[str, int]] = []
-        seen_names: set[str] = set()
-        for gold in golds:
-            cid, kind = _id_key(gold.id) if gold.id is not None else (None, None)
-            primary = _norm(gold.name) if gold.name else ""
-            names: Collection[str]
-            if gold.aliases:
-                names = {primary, *(_norm(a) for a in gold.aliases if a)}
-                names.discard("")
-            else:
-                names = (primary,) if primary else ()
-            # Duplicates: the same id, or (without id) the same normalised primary name.
-            if cid is not None:
-                if cid in by_id:
-                    continue
-                by_id[cid] = len(kinds)
-            else:
-                if not names:
-                    continue  # nothing to match against
-                marker = primary or min(names)
-                if marker in seen_names:
-                    continue
-                seen_names.add(marker)
-            index = len(kinds)
-            kinds.append(kind)
-            for name in names:
-                by_name.setdefault(name, []).append(index)
-                legacy.append((name.replace(" ", ""), index))  # the legacy key of a text is its name sans spaces
-        self.by_id, self.by_name, self.kinds, self.legacy, self.n = by_id, by_name, kinds, legacy, len(kinds)
-
-    def strict(self, pred: _Pred) -> set[int]:
-        """Gold answers ``pred`` matches: by id when both have comparable ids, otherwise by normalised name/alias."""
-        found: set[int] = set()
-        if pred.cid is not None:
-            index = self.by_id.get(pred.cid)
-            if index is not None:
-                found.add(index)
-        if pred.name:
-            for g in self.by_name.get(pred.name, ()):
-                if pred.kind is not None and self.kinds[g] == pred.kind:
-                    continue  # both sides have ids of the same kind: the id has decided
-                found.add(g)
-        return found
-
-    def lenient(self, pred: _Pred, strict: set[int]) -> set[int]:
-        """Strict matches plus the legacy bidirectional-substring matches (never for an empty prediction)."""
-        key = pred.legacy
-        if not key:
-            return strict
-        extra = [g for gold_key, g in self.legacy if key in gold_key or gold_key in key]
-        return strict.union(extra) if extra else strict
-
-
-def _max_matching(edges: list[list[int]], n_gold: int) -> int:
-    """Size of a maximum bipartite matching (Kuhn's augmenting paths, iterative so large answer sets cannot overflow
-    the stack; answer sets are small, so this is cheap)."""
-    owner = [-1] * n_gold  # gold -> prediction
-    size = 0
-    for root, candidates in enumerate(edges):
-        if not candidates:
-            continue
-        for g in candidates:  # fast path: a free gold answer needs no search (the common case)
-            if owner[g] == -1:
-                owner[g] = root
-                size += 1
-                break
-        else:
-            size += _augment(edges, owner, root, n_gold)
-    return size
-
-
-def _augment(edges: list[list[int]], owner: list[int], root: int, n_gold: int) -> int:
-    """Look for an augmenting path from prediction ``root``; apply it and return 1 if there is one, else 0."""
-    visited = [False] * n_gold
-    parent: dict[int, tuple[int, int]] = {}  # gold -> (prediction that reached it, gold that prediction held)
-    stack = [(root, -1)]
-    found = -1
-    while stack and found < 0:
-        pred, via = stack.pop()
-        for g in edges[pred]:
-            if visited[g]:
-                continue
-            visited[g] = True
-            parent[g] = (pred, via)
-            if owner[g] == -1:
-                found = g
-                break
-            stack.append((owner[g], g))
-    if found < 0:
-        return 0
-    # Flip the path: each prediction on it takes the gold that led to it.
-    g = found
-    while g != -1:
-        pred, via = parent[g]
-        owner[g] = pred
-        g = via
-    return 1
-
-
-@dataclass(slots=True)
-class MatchResult:
-    """Scores of one prediction list against one gold list under one rule."""
-
-    hit1: float
-    hit: float
-    precision: float
-    recall: float
-    f1: float
-    n_pred: int  # after de-duplication
-    n_gold: int
-    n_matched: int
-
-
-def _result(edges: list[list[int]], first_counts: bool, n_gold: int) -> MatchResult:
-    n_pred = len(edges)
-    matched = _max_matching(edges, n_gold)
-    precision = matched / n_pred
-    recall = matched / n_gold
-    f1 = 2 * precision * recall / (precision + recall) if matched else 0.0
-    hit1 = 1.0 if first_counts and edges[0] else 0.0
-    hit = 1.0 if matched else 0.0
-    return MatchResult(hit1, hit, precision, recall, f1, n_pred, n_gold, matched)
-
-
-def _match(items: Sequence[AnswerItem], golds: Sequence[GoldAnswer]) -> tuple[MatchResult, MatchResult]:
-    """Strict and legacy results of ranked ``items`` against ``golds`` (one pass builds both edge sets)."""
-    preds = _dedupe_preds(items)
-    table = _GoldTable(golds)
-    n_pred, n_gold = len(preds), table.n
-    if n_gold == 0:
-        ok = 1.0 if n_pred == 0 else 0.0  # nothing to find: only an empty prediction is right
-        result = MatchResult(ok, ok, ok, ok, ok, n_pred, 0, 0)
-        return result, result
-    if n_pred == 0:
-        result = MatchResult(0.0, 0.0, 0.0, 0.0, 0.0, 0, n_gold, 0)
-        return result, result
-    strict_edges: list[list[int]] = []
-    lenient_edges: list[list[int]] = []
-    for pred in preds:
-        found = table.strict(pred)
-        strict_edges.append(list(found))
-        lenient_edges.append(list(table.lenient(pred, found)))
-    # De-duplication never drops the first answer unless it is empty, so preds[0] is the first-ranked answer.
-    first_counts = not _pred_key(items[0]).empty
-    return _result(strict_edges, first_counts, n_gold), _result(lenient_edges, first_counts, n_gold)
-
-
-def match_answers(golds: Sequence[GoldAnswer], answers: Sequence[AnswerItem | str],
-                  *, legacy: bool = False) -> MatchResult:
-    """Score ranked ``answers`` against ``golds`` with the strict rule (or the legacy rule with ``legacy=True``)."""
-    items = [AnswerItem(id=None, name=a) if isinstance(a, str) else a for a in answers]
-    strict, lenient = _match(items, golds)
-    return lenient if legacy else strict
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Verdict audits and evidence support
-
-
-#: The per-question counts of one audit check, in the order they are written (see the module docstring).
-AUDIT_COUNTS: tuple[str, ...] = ("n", "n_unknown", "claims", "tp", "fp", "fn", "tn", "contained", "final_claim",
-                                 "final_wrong")
-
-
-def _audit_items(audit: Audit) -> list[AnswerItem]:
-    """The audit's nodes as answer items (as :func:`kgqa.steps.answers.answer_items` builds them: a literal has no id
-    and its value for a name), then its name-only items (names beyond the last node)."""
-    items: list[AnswerItem] = []
-    for i, node in enumerate(audit.nodes):
-        name = audit.names[i] if i < len(audit.names) else ""
-        if is_literal(node.strip()):
-            items.append(AnswerItem(id=None, name=name or _literal_value(node.strip())))
-        else:
-            items.append(AnswerItem(id=node, name=name))
-    items.extend(AnswerItem(id=None, name=name) for name in audit.names[len(audit.nodes):] if name)
-    return items
-
-
-def _contains_gold(table: _GoldTable, audit: Audit) -> bool:
-    """Whether some node (or name) of ``audit`` matches a gold answer under the strict rule."""
-    return any(table.strict(_pred_key(item)) for item in _audit_items(audit))
-
-
-def _final_index(audits: Sequence[Audit]) -> int:
-    """Which audit is a check's final verdict: the highest step (the later one listed on a tie), else the last."""
-    stepped = [(audit.step, i) for i, audit in enumerate(audits) if audit.step is not None]
-    return max(stepped)[1] if stepped else len(audits) - 1
-
-
-def _audit_counts(table: _GoldTable, audits: Sequence[Audit]) -> dict[str, dict[str, int]]:
-    """Per check: the counts of :data:`AUDIT_COUNTS` of one question's audits against its gold table."""
-    by_check: dict[str, list[Audit]] = {}
-    for audit in audits:
-        by_check.setdefault(audit.check, []).append(audit)
-    result: dict[str, dict[str, int]] = {}
-    for check, group in by_check.items():
-        counts = dict.fromkeys(AUDIT_COUNTS, 0)
-        result[check] = counts
-        if table.n == 0:  # nothing to check against: record only that there were audits
-            counts["n_unknown"] = len(group)
-            continue
-        contains = [_contains_gold(table, audit) for audit in group]
-        for audit, found in zip(group, contains, strict=True):
-            counts["n"] += 1
-            counts["contained"] += int(found)
-            if audit.claim is True:
-                counts["claims"] += 1
-                counts["tp" if found else "fp"] += 1
-            elif audit.claim is False:
-                counts["fn" if found else "tn"] += 1
-        final = _final_index(group)
-        if group[final].claim is True:
-            counts["final_claim"] = 1
-            counts["final_wrong"] = int(not contains[final])
-    return result
-
-
-def supported_by_evidence(answer: AnswerItem, evidence: Sequence[Sequence[str]]) -> bool:
-    """Whether ``answer`` is a node of ``evidence``: the head or tail of a triple ``[h, r, t]``, or any node (even
-    position) of a longer path row ``[n0, r1, n1, r2, n2 ...]``.
-
-    An answer with an entity id is found by its id (prefixes aside, as :func:`canonical_id` compares them); a literal
-    (an answer without id, or with a literal id) by its N-Triples string or by its value against the literals' values
-    and the evidence's plain strings (evidence written with names), compared normalised.
-    """
-    raw_id = (answer.id or "").strip()
-    cid = canonical_id(raw_id) if raw_id else None
-    literal_id = raw_id if raw_id.startswith('"') else None
-    name = _norm(answer.name or (_literal_value(literal_id) if literal_id else ""))
-    if cid is None and not name and literal_id is None:
-        return False  # an empty answer is supported by nothing
-    for row in evidence:
-        for node in row[0::2]:
-            text = str(node).strip()
-            if cid is not None:
-                if canonical_id(text) == cid:
-                    return True
-                continue
-            if literal_id is not None and text == literal_id:
-                return True
-            value = _literal_value(text) if is_literal(text) else text
-            if name and _norm(value) == name:
-                return True
-    return False
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -461,7 +82,7 @@ class QuestionScore:
     ``to_dict`` / ``from_dict`` round-trip through JSON, so a runner can write one line per question and rebuild the
     summary from its results file. ``supported_hit1`` is None for a row scored before it existed; ``audits`` (per
     check, the counts of :data:`AUDIT_COUNTS`) and ``stats`` (the method's own numbers) are empty for a method that
-    records none.
+    records none; ``metrics`` holds the values of the registered per-question metrics (empty when none is registered).
     """
 
     id: str
@@ -489,6 +110,7 @@ class QuestionScore:
     supported_hit1: float | None = None  # hit1 and the first answer is a node of the evidence; None: not measured
     audits: dict[str, dict[str, int]] = field(default_factory=dict)
     stats: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -507,9 +129,14 @@ class QuestionScore:
             values["audits"] = {str(check): {str(k): int(v) for k, v in dict(counts).items()}
                                 for check, counts in dict(values.get("audits") or {}).items()}
             values["stats"] = {str(k): float(v) for k, v in dict(values.get("stats") or {}).items()}
+            values["metrics"] = {str(k): _optional_float(v) for k, v in dict(values.get("metrics") or {}).items()}
             return cls(**values)
         except (TypeError, ValueError) as exc:
             raise DataError(f"score row {data.get('id')!r} is not a question score: {exc}") from exc
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _usage(usage: Mapping[str, Any]) -> tuple[int, int, int, float]:
@@ -522,18 +149,19 @@ def score_prediction(question: Question, prediction: Prediction, *,
                      breakdown_keys: Sequence[str] = DEFAULT_BREAKDOWN_KEYS,
                      latency_s: float | None = None) -> QuestionScore:
     """Score one prediction: strict and legacy matching, grounding weight, usage, its breakdown values, whether the
-    first answer is correct and supported by the evidence, and its audits against gold (the module docstring).
+    first answer is correct and supported by the evidence, its audits against gold (the module docstring), and the
+    registered per-question metrics (each given the question, the prediction and this score).
 
     ``latency_s`` overrides the prediction's ``usage["latency_s"]`` (a runner passes the wall time of the question).
     """
-    strict, lenient = _match(prediction.answers, question.answers)
+    strict, lenient = match_strict_and_legacy(prediction.answers, question.answers)
     supported = bool(strict.hit1 and strict.n_gold and prediction.answers
                      and supported_by_evidence(prediction.answers[0], prediction.evidence))
-    audits = _audit_counts(_GoldTable(question.answers), prediction.audits) if prediction.audits else {}
+    audits = audit_counts(question.answers, prediction.audits) if prediction.audits else {}
     grounding = Grounding(prediction.grounding)
     calls, prompt_tokens, completion_tokens, usage_latency = _usage(prediction.usage)
     groups = {k: question.metadata[k] for k in breakdown_keys if question.metadata.get(k) is not None}
-    return QuestionScore(
+    score = QuestionScore(
         id=question.id,
         hit1=strict.hit1, hit=strict.hit, precision=strict.precision, recall=strict.recall, f1=strict.f1,
         legacy_hit1=lenient.hit1, legacy_hit=lenient.hit, legacy_precision=lenient.precision,
@@ -545,56 +173,26 @@ def score_prediction(question: Question, prediction: Prediction, *,
         error=prediction.error, groups=groups,
         supported_hit1=1.0 if supported else 0.0, audits=audits, stats=dict(prediction.stats),
     )
+    score.metrics = {metric.name: _optional_float(metric.per_question(question, prediction, score))
+                     for metric in registered_metrics() if metric.per_question is not None}
+    return score
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Aggregation
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0  # fsum: independent of worker order
-
-
-def _aggregate(scores: Sequence[QuestionScore]) -> dict[str, Any]:
-    n = len(scores)
-    f1 = _mean([s.f1 for s in scores])
-    kgr = _mean([s.kgr for s in scores])
+def _aggregate(scores: Sequence[QuestionScore], rows: Sequence[Mapping[str, Any]], *, whole_run: bool) -> dict[str, Any]:
+    """The summary of ``scores`` (without breakdowns); ``rows`` are the same questions as results.jsonl rows. A
+    breakdown group (not ``whole_run``) leaves out the metrics kept to the whole run."""
     grounding = {g.value: 0 for g in Grounding}
     for s in scores:
         grounding[s.grounding] = grounding.get(s.grounding, 0) + 1
-    return {
-        "n": n,
-        "errors": sum(1 for s in scores if s.error),
-        "hits@1": _mean([s.hit1 for s in scores]),
-        "hit": _mean([s.hit for s in scores]),
-        "precision": _mean([s.precision for s in scores]),
-        "recall": _mean([s.recall for s in scores]),
-        "f1": f1,
-        "kgr": kgr,
-        "faithful_f1": kgr * f1,  # Eq. 12: product of the aggregate KGR and F1
-        "legacy_hits@1": _mean([s.legacy_hit1 for s in scores]),
-        "legacy_hit": _mean([s.legacy_hit for s in scores]),
-        "legacy_precision": _mean([s.legacy_precision for s in scores]),
-        "legacy_recall": _mean([s.legacy_recall for s in scores]),
-        "legacy_f1": _mean([s.legacy_f1 for s in scores]),
-        "grounding": grounding,
-        "llm_calls_mean": _mean([s.llm_calls for s in scores]),
-        "prompt_tokens_mean": _mean([s.prompt_tokens for s in scores]),
-        "completion_tokens_mean": _mean([s.completion_tokens for s in scores]),
-        "tokens_mean": _mean([s.tokens for s in scores]),
-        "latency_s_mean": _mean([s.latency_s for s in scores]),
-        "llm_calls_total": sum(s.llm_calls for s in scores),
-        "tokens_total": sum(s.tokens for s in scores),
-        "reliable_answering": _optional_mean([s.supported_hit1 for s in scores]),
-        "audits": _aggregate_audits(scores),
-        "stats": _aggregate_stats(scores),
-    }
-
-
-def _optional_mean(values: Sequence[float | None]) -> float | None:
-    """The mean of the values measured; None when none was (rows scored before the metric existed)."""
-    measured = [v for v in values if v is not None]
-    return _mean(measured) if measured else None
+    summary: dict[str, Any] = {"n": len(scores), "errors": sum(1 for s in scores if s.error)}
+    summary.update({metric.name: metric.value(rows) for metric in registered_metrics()
+                    if whole_run or metric.in_breakdowns})
+    summary.update(grounding=grounding, audits=_aggregate_audits(scores), stats=_aggregate_stats(scores))
+    return summary
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -635,7 +233,7 @@ def _aggregate_stats(scores: Sequence[QuestionScore]) -> dict[str, dict[str, flo
     for s in scores:
         for key, value in s.stats.items():
             values.setdefault(key, []).append(float(value))
-    return {key: {"mean": _mean(values[key]), "n": len(values[key])} for key in sorted(values)}
+    return {key: {"mean": average(values[key]), "n": len(values[key])} for key in sorted(values)}
 
 
 def _group_order(value: str) -> tuple[int, float, str]:
@@ -645,33 +243,50 @@ def _group_order(value: str) -> tuple[int, float, str]:
         return (1, 0.0, value)
 
 
+def _row_of(score: QuestionScore) -> dict[str, Any]:
+    """A score as its results.jsonl row holds it (the fields only; no deep copy, unlike ``to_dict``)."""
+    return {name: getattr(score, name) for name in _FIELD_NAMES}
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(QuestionScore))
+
+
 def summarize(scores: Iterable[QuestionScore | Mapping[str, Any]], *,
               breakdown_keys: Sequence[str] | None = None) -> dict[str, Any]:
     """Aggregate per-question scores into one summary (all rates are fractions in [0, 1]).
 
-    Keys: ``n``, ``errors``, ``hits@1``, ``hit``, ``precision``, ``recall``, ``f1``, ``kgr``, ``faithful_f1``,
-    ``legacy_hits@1``, ``legacy_hit``, ``legacy_precision``, ``legacy_recall``, ``legacy_f1``, ``grounding`` (counts
-    per state), ``llm_calls_mean``, ``prompt_tokens_mean``, ``completion_tokens_mean``, ``tokens_mean``,
-    ``latency_s_mean``, ``llm_calls_total``, ``tokens_total``, ``reliable_answering`` (mean ``supported_hit1``; None
-    when no row measured it), ``audits`` (per check: the summed :data:`AUDIT_COUNTS`, ``questions``,
-    ``questions_known``, ``questions_claimed``, ``questions_contained`` and the rates ``precision``, ``recall``,
-    ``stopped_without_answer``, ``searching_success``, each None when its denominator is 0), ``stats`` (per key:
-    ``mean`` over the questions reporting it and their count ``n``) and ``breakdowns``: for each breakdown key that
-    some question carries, the same metrics (without nested breakdowns) per value, e.g. ``breakdowns["hops"]["2"]``.
-    Rows may be :class:`QuestionScore` objects or their ``to_dict()`` form.
+    Keys: ``n``, ``errors``, every registered metric under its name (:mod:`kgqa.eval.metric_registry`, listed by
+    ``kgqa eval metrics``: ``hits@1``, ``f1``, ``kgr``, ``faithful_f1``, ``legacy_*``, ``llm_calls_mean``,
+    ``tokens_mean``, ``reliable_answering`` ...), ``grounding`` (counts per state), ``audits`` (per check: the summed
+    :data:`AUDIT_COUNTS`, ``questions``, ``questions_known``, ``questions_claimed``, ``questions_contained`` and the
+    rates ``precision``, ``recall``, ``stopped_without_answer``, ``searching_success``, each None when its denominator
+    is 0), ``stats`` (per key: ``mean`` over the questions reporting it and their count ``n``) and ``breakdowns``: for
+    each breakdown key that some question carries, the same (without nested breakdowns and the metrics kept to the
+    whole run) per value, e.g. ``breakdowns["hops"]["2"]``. Rows may be :class:`QuestionScore` objects or their
+    ``to_dict()`` form; rows read from results.jsonl also carry the runner's timings, which the cost metrics read.
     """
-    rows = [s if isinstance(s, QuestionScore) else QuestionScore.from_dict(s) for s in scores]
-    summary = _aggregate(rows)
+    scored: list[QuestionScore] = []
+    rows: list[Mapping[str, Any]] = []
+    for item in scores:
+        if isinstance(item, QuestionScore):
+            scored.append(item)
+            rows.append(_row_of(item))
+        else:
+            scored.append(QuestionScore.from_dict(item))
+            rows.append(item)
+    summary = _aggregate(scored, rows, whole_run=True)
     keys = list(breakdown_keys) if breakdown_keys is not None else list(
-        dict.fromkeys([*DEFAULT_BREAKDOWN_KEYS, *(k for s in rows for k in s.groups)]))
+        dict.fromkeys([*DEFAULT_BREAKDOWN_KEYS, *(k for s in scored for k in s.groups)]))
     breakdowns: dict[str, dict[str, Any]] = {}
     for key in keys:
-        groups: dict[str, list[QuestionScore]] = {}
-        for s in rows:
+        groups: dict[str, list[int]] = {}
+        for index, s in enumerate(scored):
             value = s.groups.get(key)
             if value is not None:
-                groups.setdefault(str(value), []).append(s)
+                groups.setdefault(str(value), []).append(index)
         if groups:
-            breakdowns[key] = {value: _aggregate(groups[value]) for value in sorted(groups, key=_group_order)}
+            breakdowns[key] = {value: _aggregate([scored[i] for i in groups[value]], [rows[i] for i in groups[value]],
+                                                 whole_run=False)
+                               for value in sorted(groups, key=_group_order)}
     summary["breakdowns"] = breakdowns
     return summary

@@ -5,6 +5,11 @@ scores of the run), ``accuracy_by_<key>.png`` per breakdown (hops, question type
 ``tokens_hist.png`` (per-question cost). matplotlib is optional (``pip install kgqa[plots]``): without it the report
 says the plots were skipped.
 
+The metrics listed come from :mod:`kgqa.eval.metric_registry`: report.md's first table holds those of the answers and
+verdicts sections shown in the report, then a table per section (legacy, cost); its tables by breakdown key, the
+one-line :func:`headline` and the comparison's rows (by section, the verdicts after the breakdowns) follow the same
+registrations, so a registered metric shows up in each without an edit here.
+
 This module reads run directories through :mod:`kgqa.eval.rundir` and scores with :mod:`kgqa.eval.metrics`; it never
 imports the runner or the summary (they call it), so the eval modules form no import cycle.
 """
@@ -13,48 +18,32 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kgqa.errors import ConfigError
+from kgqa.eval.metric_registry import METRICS, Format, Metric, Place, Section, shown_in
 from kgqa.eval.metrics import summarize
 from kgqa.eval.rundir import CONFIG_FILE, REPORT_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
 
-__all__ = ["REPORT_FILE", "compare_runs", "format_table", "load_summary", "render_report", "write_plots", "write_report"]
+__all__ = ["REPORT_FILE", "compare_runs", "format_table", "headline", "load_summary", "render_report",
+           "write_plots", "write_report"]
 
-# (summary key, label, kind): kind "rate" prints as a percentage, "num" as a number.
-MAIN_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("hits@1", "Hits@1", "rate"), ("hit", "Hit", "rate"), ("precision", "Precision", "rate"),
-    ("recall", "Recall", "rate"), ("f1", "F1", "rate"), ("kgr", "KGR", "rate"),
-    ("faithful_f1", "Faithful-F1", "rate"),
+#: The rates of one audit check: (key in the check's summary, label suffix in the comparison), in the comparison's order.
+AUDIT_RATES: tuple[tuple[str, str], ...] = (
+    ("precision", "precision"), ("recall", "recall"), ("stopped_without_answer", "stopped w/o answer"),
+    ("searching_success", "searching success"),
 )
-LEGACY_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("legacy_hits@1", "legacy Hits@1", "rate"), ("legacy_hit", "legacy Hit", "rate"),
-    ("legacy_precision", "legacy Precision", "rate"), ("legacy_recall", "legacy Recall", "rate"),
-    ("legacy_f1", "legacy F1", "rate"),
-)
-#: The headline table of report.md: the main metrics and the reliable-answering rate beside KGR / Faithful-F1.
-HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
-    *MAIN_METRICS, ("reliable_answering", "Reliable answering", "rate"),
-)
-#: (summary key of one audit check, label suffix in the comparison, kind), in the order of the comparison's rows.
-AUDIT_RATES: tuple[tuple[str, str, str], ...] = (
-    ("precision", "precision", "rate"), ("recall", "recall", "rate"),
-    ("stopped_without_answer", "stopped w/o answer", "rate"), ("searching_success", "searching success", "rate"),
-)
-COST_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("llm_calls_mean", "LLM calls / q", "num"), ("prompt_tokens_mean", "prompt tokens / q", "num"),
-    ("completion_tokens_mean", "completion tokens / q", "num"), ("tokens_mean", "tokens / q", "num"),
-    ("latency_s_mean", "latency s / q", "num"), ("kg_time_s_mean", "KG time s / q", "num"),
-    ("kg_time_share", "KG share of time", "rate"), ("llm_time_share", "LLM share of time", "rate"),
-)
+#: The metric a breakdown row of the comparison shows per group.
+BREAKDOWN_METRIC = "hits@1"
 
 
-def _fmt(value: Any, kind: str) -> str:
+def _cell(value: Any, fmt: Format) -> str:
+    """A table cell: a rate as a percentage with one decimal, a number with the digits its size deserves, None as -."""
     if value is None:
         return "-"
-    if kind == "rate":
+    if fmt is Format.RATE:
         return f"{100 * float(value):.1f}"
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 100):
         return f"{int(value):,}"
@@ -64,6 +53,32 @@ def _fmt(value: Any, kind: str) -> str:
     if abs(number) >= 1:
         return f"{number:.2f}"
     return f"{number:.3g}"
+
+
+def _line_value(value: Any, fmt: Format) -> str:
+    """A value on one line: a number with fixed decimals (two, none for a whole number) so a line reads evenly."""
+    if value is None or fmt is Format.RATE:
+        return _cell(value, fmt)
+    return f"{float(value):.0f}" if fmt is Format.WHOLE else f"{float(value):.2f}"
+
+
+def headline(summary: Mapping[str, Any], *, sections: Collection[Section] | None = None) -> str:
+    """The run in one line: each headline metric (of ``sections`` only, if given) as ``short label value``."""
+    return "  ".join(f"{m.short_label} {_line_value(summary.get(m.name), m.format)}"
+                     for m in shown_in(Place.HEADLINE, sections))
+
+
+def _metric_table(summary: Mapping[str, Any], metrics: Sequence[Metric]) -> list[str]:
+    """A one-row table of ``metrics`` (headed by their labels, capitalised as report.md's headers are) and a blank
+    line; nothing for no metrics."""
+    if not metrics:
+        return []
+    return [format_table([_capitalised(m.label) for m in metrics],
+                         [[_cell(summary.get(m.name), m.format) for m in metrics]]), ""]
+
+
+def _capitalised(label: str) -> str:
+    return label[:1].upper() + label[1:]
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, markdown: bool = True) -> str:
@@ -188,7 +203,7 @@ def _verdict_lines(summary: Mapping[str, Any]) -> list[str]:
                   "The method's own verdicts checked against gold by the harness (%). Precision and recall of its "
                   "positive claims; stopped w/o answer: its final verdict claimed the answer without it, among "
                   "questions with a claim; searching success: some audited node set holds a gold answer.", ""]
-        table = [[check, f"{a.get('claims', 0):,}", *[_fmt(a.get(key), kind) for key, _, kind in AUDIT_RATES],
+        table = [[check, f"{a.get('claims', 0):,}", *[_cell(a.get(key), Format.RATE) for key, _ in AUDIT_RATES],
                   f"{a.get('questions', 0):,}"] for check, a in audits.items()]
         lines += [format_table(["check", "claims", "precision", "recall", "stopped w/o answer", "searching success",
                                 "questions"], table), ""]
@@ -196,7 +211,8 @@ def _verdict_lines(summary: Mapping[str, Any]) -> list[str]:
     if stats:
         lines += ["## Method statistics", ""]
         lines += [format_table(["statistic", "mean", "questions"],
-                               [[key, _fmt(v.get("mean"), "num"), f"{v.get('n', 0):,}"] for key, v in stats.items()]),
+                               [[key, _cell(v.get("mean"), Format.NUMBER), f"{v.get('n', 0):,}"]
+                                for key, v in stats.items()]),
                   ""]
     return lines
 
@@ -224,33 +240,29 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
         facts.append(("stopped early", str(run["stopped"])))
     lines += [format_table(["run", ""], facts), ""]
 
-    lines += ["## Accuracy and faithfulness (strict matching, %)", "",
+    lines += ["## Accuracy and faithfulness (strict matching; rates in %)", "",
               "Strict: normalised names or ids, one-to-one matching. Legacy: the ToG/PoG substring rule, for comparison "
               "with papers that used it. KGR weights structured 1, synthesis 0.5, parametric 0; Faithful-F1 = KGR x F1. "
               "Reliable answering: the first answer is correct and a node of the evidence triples.",
               ""]
-    lines += [format_table([label for _, label, _ in HEADLINE_METRICS],
-                           [[_fmt(summary.get(k), kind) for k, _, kind in HEADLINE_METRICS]]), ""]
-    lines += [format_table([label for _, label, _ in LEGACY_METRICS],
-                           [[_fmt(summary.get(k), kind) for k, _, kind in LEGACY_METRICS]]), ""]
+    lines += _metric_table(summary, shown_in(Place.REPORT, (Section.ANSWERS, Section.VERDICTS)))
+    lines += _metric_table(summary, shown_in(Place.REPORT, (Section.LEGACY,)))
     grounding = summary.get("grounding") or {}
     lines += ["Grounding: " + ", ".join(f"{k} {v}" for k, v in grounding.items()), ""]
 
     lines += _verdict_lines(summary)
 
     lines += ["## Cost", ""]
-    lines += [format_table([label for _, label, _ in COST_METRICS],
-                           [[_fmt(summary.get(k), kind) for k, _, kind in COST_METRICS]]), ""]
+    lines += _metric_table(summary, shown_in(Place.REPORT, (Section.COST,)))
     lines += [f"Totals: {summary.get('llm_calls_total', 0):,} LLM calls, {summary.get('tokens_total', 0):,} tokens, "
               f"{summary.get('cache_hits_total', 0):,} cache hits.", ""]
 
+    columns = shown_in(Place.HEADLINE)
     for key, groups in (summary.get("breakdowns") or {}).items():
         lines += [f"## By {key}", ""]
-        table = [[str(v), f"{g.get('n', 0):,}", _fmt(g.get("hits@1"), "rate"), _fmt(g.get("f1"), "rate"),
-                  _fmt(g.get("legacy_hits@1"), "rate"), _fmt(g.get("kgr"), "rate"), _fmt(g.get("llm_calls_mean"), "num"),
-                  _fmt(g.get("tokens_mean"), "num"), str(g.get("errors", 0))] for v, g in groups.items()]
-        lines += [format_table([key, "n", "Hits@1", "F1", "legacy Hits@1", "KGR", "calls/q", "tokens/q", "errors"],
-                               table), ""]
+        table = [[str(v), f"{g.get('n', 0):,}", *[_cell(g.get(m.name), m.format) for m in columns],
+                  str(g.get("errors", 0))] for v, g in groups.items()]
+        lines += [format_table([key, "n", *[_capitalised(m.short_label) for m in columns], "errors"], table), ""]
 
     errors = _errors(rows)
     if errors:
@@ -323,9 +335,9 @@ def compare_runs(run_dirs: Sequence[str | os.PathLike[str]], *,
     rows.append(["n", *[f"{s.get('n', 0):,}" for s in summaries]])
     rows.append(["errors", *[str(s.get("errors", 0)) for s in summaries]])
     rows.append(["questions with unreadable replies", *[str(s.get("questions_with_unreadable", 0)) for s in summaries]])
-    for key, label, kind in (*MAIN_METRICS, *LEGACY_METRICS, *COST_METRICS):
-        rows.append([label + (" %" if kind == "rate" else ""), *[_fmt(s.get(key), kind) for s in summaries]])
+    rows += _metric_rows(summaries, (Section.ANSWERS, Section.LEGACY, Section.COST))
     if breakdowns:
+        metric = METRICS.get(BREAKDOWN_METRIC)
         keys: list[str] = []
         for s in summaries:
             keys += [k for k in (s.get("breakdowns") or {}) if k not in keys]
@@ -337,26 +349,37 @@ def compare_runs(run_dirs: Sequence[str | os.PathLike[str]], *,
                 cells = []
                 for s in summaries:
                     group = (s.get("breakdowns") or {}).get(key, {}).get(value)
-                    cells.append("-" if group is None else f"{_fmt(group.get('hits@1'), 'rate')} ({group.get('n', 0)})")
-                rows.append([f"Hits@1 % {key}={value} (n)", *cells])
+                    cells.append("-" if group is None else
+                                 f"{_cell(group.get(metric.name), metric.format)} ({group.get('n', 0)})")
+                rows.append([f"{_compare_label(metric)} {key}={value} (n)", *cells])
     rows += _verdict_rows(summaries)
     return header, rows
 
 
+def _compare_label(metric: Metric) -> str:
+    return metric.label + (" %" if metric.format is Format.RATE else "")
+
+
+def _metric_rows(summaries: Sequence[Mapping[str, Any]], sections: Collection[Section]) -> list[list[str]]:
+    """A comparison row per metric of ``sections`` shown in the comparison: its label, then its value in each run."""
+    return [[_compare_label(m), *[_cell(s.get(m.name), m.format) for s in summaries]]
+            for section in sections for m in shown_in(Place.COMPARE, (section,))]
+
+
 def _verdict_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """The comparison rows of reliable answering (always), of each audit check and each method statistic present in
-    some run ("-" for a run without it)."""
-    rows = [["reliable answering %", *[_fmt(s.get("reliable_answering"), "rate") for s in summaries]]]
+    """The comparison rows of the verdict metrics (reliable answering), then of each audit check and each method
+    statistic present in some run ("-" for a run without it)."""
+    rows = _metric_rows(summaries, (Section.VERDICTS,))
     checks: list[str] = []
     stats: list[str] = []
     for s in summaries:
         checks += [c for c in (s.get("audits") or {}) if c not in checks]
         stats += [k for k in (s.get("stats") or {}) if k not in stats]
     for check in checks:
-        for key, label, kind in AUDIT_RATES:
-            rows.append([f"{check} {label} %", *[_fmt(((s.get("audits") or {}).get(check) or {}).get(key), kind)
-                                                  for s in summaries]])
+        for key, label in AUDIT_RATES:
+            rows.append([f"{check} {label} %", *[_cell(((s.get("audits") or {}).get(check) or {}).get(key),
+                                                              Format.RATE) for s in summaries]])
     for key in stats:
-        rows.append([f"stat {key}", *[_fmt(((s.get("stats") or {}).get(key) or {}).get("mean"), "num")
+        rows.append([f"stat {key}", *[_cell(((s.get("stats") or {}).get(key) or {}).get("mean"), Format.NUMBER)
                                       for s in summaries]])
     return rows

@@ -1,6 +1,7 @@
 """The summary of a run directory: :func:`summarize_run` scores ALL rows of results.jsonl (a resumed run summarises
-everything) with :func:`kgqa.eval.metrics.summarize`, adds KG/LLM time shares and the run's facts, and writes
-summary.json (and, with ``report``, report.md and the plots of :mod:`kgqa.eval.report`).
+everything) with :func:`kgqa.eval.metrics.summarize` (every registered metric, the KG/LLM time shares among them, read
+from the runner's timings in the rows), adds the run's facts, and writes summary.json (and, with ``report``, report.md
+and the plots of :mod:`kgqa.eval.report`).
 
 Usable on any run directory, e.g. one whose process was killed before it wrote its summary (``kgqa eval report``).
 """
@@ -25,10 +26,6 @@ __all__ = ["summarize_run"]
 CONFIG_KEYS = ("dataset", "split", "method", "method_config", "method_config_resolved", "llm", "kg", "seed")
 
 
-def _share(part: float, whole: float) -> float:
-    return part / whole if whole > 0 else 0.0
-
-
 def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
                   run_facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Summarise ALL rows of RUNDIR/results.jsonl into RUNDIR/summary.json (and report.md + plots with ``report``).
@@ -43,20 +40,6 @@ def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
     run_config = read_config(path)
     # Completion order depends on workers and resumes; summing in id order makes the summary bit-for-bit repeatable.
     summary = summarize(sorted(rows, key=lambda r: str(r["id"])))
-    latency = sum(float(r.get("latency_s", 0.0)) for r in rows)
-    kg_time = sum(float(r.get("kg_time_s", 0.0)) for r in rows)
-    llm_time = sum(float(r.get("llm_latency_s", 0.0)) for r in rows)
-    n = max(len(rows), 1)
-    summary.update({
-        "kg_time_s_mean": kg_time / n,
-        "kg_calls_mean": sum(int(r.get("kg_calls", 0)) for r in rows) / n,
-        "kg_time_share": _share(kg_time, latency),
-        "llm_time_share": _share(llm_time, latency),
-        "cache_hits_total": sum(int(r.get("cache_hits", 0)) for r in rows),
-        # Replies that failed validation even after the re-ask: the steps that got them went on without them.
-        "unreadable_replies_total": sum(int(r.get("unreadable_replies", 0)) for r in rows),
-        "questions_with_unreadable": sum(1 for r in rows if int(r.get("unreadable_replies", 0)) > 0),
-    })
     for key in CONFIG_KEYS:
         if key in run_config:
             summary[key] = run_config[key]

@@ -9,7 +9,7 @@ Endpoints (docs/service.md has examples):
   ``GET /v1/health``;
 * ``GET /v1/runs``, ``GET /v1/runs/{run}``, ``GET /v1/runs/{run}/questions?filter=wrong|right|failed&page=N``,
   ``GET /v1/runs/{run}/questions/{qid}``, ``GET /v1/runs/{run}/compare/{other}`` over the run directories under
-  ``--runs``.
+  ``--runs`` (the listing and a run's ``metrics`` come from the metric registry, :mod:`kgqa.eval.metric_registry`).
 
 Errors are JSON: ``{"error": CODE, "message": ..., "status": N}`` (:func:`kgqa.service.guard.error_body`).
 """
@@ -39,7 +39,16 @@ from kgqa.errors import KGQAError
 from kgqa.service.asks import AskRequest, AskService, AskTimeout, Busy, UserError, ask_response, clean
 from kgqa.service.graph import evidence_graph
 from kgqa.service.guard import ApiGuard, BodyLimit, SecurityHeaders, error_body
-from kgqa.service.runs import FILTERS, BadId, NotFound, RunStore, check_qid, check_run_id
+from kgqa.service.runs import (
+    FILTERS,
+    BadId,
+    NotFound,
+    RunStore,
+    check_qid,
+    check_run_id,
+    headline_metrics,
+    summary_metrics,
+)
 from kgqa.service.settings import ServiceSettings
 
 log = logging.getLogger("kgqa.service")
@@ -214,14 +223,18 @@ def create_app(settings: ServiceSettings | None = None, *, kg: Any = None, llm: 
     def run_error(exc: Exception) -> JSONResponse:
         return _json_error(400 if isinstance(exc, BadId) else 404, str(exc))
 
-    @app.get("/v1/runs", tags=["runs"], dependencies=secured, summary="The run directories under --runs")
+    @app.get("/v1/runs", tags=["runs"], dependencies=secured,
+             summary="The run directories under --runs, with the headline metrics (values and descriptions)")
     def list_runs() -> Any:
-        return clean({"runs": runs.listing(), "root": settings.runs is not None})
+        return clean({"runs": runs.listing(), "root": settings.runs is not None, "metrics": headline_metrics()})
 
-    @app.get("/v1/runs/{run}", tags=["runs"], dependencies=secured, summary="A run's summary and configuration")
+    @app.get("/v1/runs/{run}", tags=["runs"], dependencies=secured,
+             summary="A run's summary, its metrics shown in the service (described, with values) and configuration")
     def run_summary(run: str) -> Any:
         try:
-            return clean({"id": check_run_id(run), "summary": runs.summary(run), "config": runs.config(run)})
+            summary = runs.summary(run)
+            return clean({"id": check_run_id(run), "summary": summary, "metrics": summary_metrics(summary),
+                          "config": runs.config(run)})
         except (BadId, NotFound) as exc:
             return run_error(exc)
 
@@ -330,10 +343,12 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
                      "legacy": bool(items) and match_answers([g], items, legacy=True).hit >= 1})
     trace = list((trace_row or {}).get("trace") or [])
     evidence = list((trace_row or {}).get("evidence") or [])
-    start = next((e for e in trace if isinstance(e, dict) and e.get("step") == "start"), {})
-    topics = [str(t) for t in (start.get("topics") or []) if isinstance(t, str)]
+    # the topics the method started from and its own account, as the run stored them (runs written before kgqa
+    # stored them show no topics and a summary without details)
+    topics = [t for t in (trace_row or {}).get("topics") or [] if isinstance(t, str)]
+    details = (trace_row or {}).get("details")
     config = runs.config(run)
-    summary = _run_summary(config, trace, evidence, items)
+    summary = _run_summary(config, trace, evidence, items, details if isinstance(details, dict) else {})
     known = {i: str(n) for n, i in zip(names, ids, strict=False) if i} | {
         i: str(n) for n, i in zip(gold_names, gold_ids, strict=False) if i}
     try:
@@ -354,10 +369,10 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
             "trace_found": trace_row is not None}
 
 
-def _run_summary(config: dict[str, Any], trace: list[dict[str, Any]], evidence: list[Any],
-                 items: list[Any]) -> dict[str, Any]:
-    """The method's own summary of a run's question: its ``explain()`` over the stored trace (the run's settings when
-    they still validate, else the defaults)."""
+def _run_summary(config: dict[str, Any], trace: list[dict[str, Any]], evidence: list[Any], items: list[Any],
+                 details: dict[str, Any]) -> dict[str, Any]:
+    """The method's own summary of a run's question: its ``explain()`` of the stored prediction, its details included
+    (the run's settings when they still validate, else the defaults)."""
     from kgqa.core import Prediction
     from kgqa.methods import get_method
     from kgqa.methods.base import method_explanation
@@ -365,8 +380,8 @@ def _run_summary(config: dict[str, Any], trace: list[dict[str, Any]], evidence: 
     name = config.get("method")
     if not name:
         return {"fields": {}, "lines": []}
-    prediction = Prediction(answers=items, trace=trace, evidence=[[str(x) for x in r] for r in evidence
-                                                                  if isinstance(r, list)])
+    prediction = Prediction(answers=items, trace=trace, details=details,
+                            evidence=[[str(x) for x in r] for r in evidence if isinstance(r, list)])
     for settings in (config.get("method_config_resolved") or {}, {}):
         try:
             runner = get_method(str(name), **settings)

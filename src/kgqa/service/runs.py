@@ -1,5 +1,6 @@
 """The run directories under ``--runs``, read-only: listing, summaries, questions filtered and paged, one question
-with its trace, and two runs side by side.
+with its trace, and two runs side by side. The metrics a listing and a summary show are the registered ones
+(:mod:`kgqa.eval.metric_registry`): the headline metrics in the listing, those shown in the service in a summary.
 
 A run id is the name of a directory directly under the runs root; it is checked against a strict pattern and the
 resolved path must sit directly in the root (a symlink out of it is refused), so no id reaches outside. Files are read
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kgqa.eval.metric_registry import Place, Section, shown_in
 from kgqa.eval.report import load_summary
 from kgqa.eval.rundir import CONFIG_FILE, RESULTS_FILE, SUMMARY_FILE, TRACES_FILE, read_config, read_results
 from kgqa.normalize import normalize_answer
@@ -86,6 +88,18 @@ class _Cache:
             while len(self._data) > self.size:
                 self._data.pop(next(iter(self._data)))
         return value
+
+
+def headline_metrics() -> list[dict[str, Any]]:
+    """The run list's metric columns: the registered headline metrics, described (name, labels, format ...)."""
+    return [metric.describe() for metric in shown_in(Place.HEADLINE)]
+
+
+def summary_metrics(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run summary's metrics: those registered to be shown in the service, by section, each described and with its
+    ``value`` in ``summary`` (None when the run's summary predates the metric)."""
+    return [{**metric.describe(), "value": summary.get(metric.name)}
+            for section in Section for metric in shown_in(Place.SERVICE, (section,))]
 
 
 def _row_brief(row: dict[str, Any]) -> dict[str, Any]:
@@ -210,8 +224,7 @@ class RunStore:
             config = self.config(run)
             for key in ("dataset", "split", "method", "llm", "kg"):
                 entry[key] = summary.get(key, config.get(key))
-            for key in ("n", "errors", "hits@1", "f1", "legacy_hits@1", "kgr", "faithful_f1", "llm_calls_mean",
-                        "tokens_mean", "partial"):
+            for key in ("n", "errors", "partial", *(metric.name for metric in shown_in(Place.HEADLINE))):
                 entry[key] = summary.get(key)
             entry["started_at"] = config.get("started_at")
             out.append(entry)

@@ -72,6 +72,17 @@
     return digits === undefined ? value.toLocaleString("en") : value.toFixed(digits);
   }
 
+  // A metric's value as its registered format asks (kgqa.eval.metric_registry.Format): rates in %, numbers with two
+  // decimals, whole numbers (tokens) without.
+  function fmtMetric(value, format) {
+    if (format === "rate") return fmtPct(value);
+    return fmtNum(value, format === "whole" ? 0 : 2);
+  }
+
+  function metricHeading(metric, label) {
+    return label + (metric.format === "rate" ? " %" : "");
+  }
+
   function badge(text, cls) {
     return h("span", { class: "badge " + (cls || "") }, text);
   }
@@ -571,14 +582,13 @@
       return;
     }
     root.appendChild(h("table", { class: "table", id: "runs-table" },
-      h("thead", {}, h("tr", {}, ["run", "dataset", "method", "LLM", "n", "errors", "Hits@1 %", "legacy Hits@1 %", "F1 %", "KGR %",
-        "calls/q"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["run", "dataset", "method", "LLM", "n", "errors",
+        ...data.metrics.map((m) => metricHeading(m, m.short_label))].map((c) => h("th", {}, c)))),
       h("tbody", {}, data.runs.map((r) => h("tr", {},
         h("td", {}, h("a", { href: "#/runs/" + enc(r.id) }, r.id)),
         h("td", {}, [r.dataset, r.split].filter(Boolean).join(" / ")), h("td", {}, r.method || ""), h("td", { class: "wrap" }, r.llm || ""),
-        h("td", {}, fmtNum(r.n)), h("td", {}, fmtNum(r.errors)), h("td", {}, fmtPct(r["hits@1"])),
-        h("td", {}, fmtPct(r["legacy_hits@1"])), h("td", {}, fmtPct(r.f1)), h("td", {}, fmtPct(r.kgr)),
-        h("td", {}, fmtNum(r.llm_calls_mean, 2)))))));
+        h("td", {}, fmtNum(r.n)), h("td", {}, fmtNum(r.errors)),
+        data.metrics.map((m) => h("td", { title: m.description }, fmtMetric(r[m.name], m.format))))))));
   }
 
   function pager(base, page, pages, params) {
@@ -595,15 +605,13 @@
       api(`/v1/runs/${enc(run)}/questions?filter=${enc(which)}&page=${page}`), api("/v1/runs")]);
     const sm = info.summary || {};
     root.appendChild(h("h1", {}, "Run ", h("code", {}, run)));
-    const metric = (label, strictKey, legacyKey) => h("tr", {}, h("th", {}, label), h("td", {}, fmtPct(sm[strictKey])),
-      h("td", {}, legacyKey ? fmtPct(sm[legacyKey]) : "-"));
     root.appendChild(section("Summary",
       h("p", {}, [sm.dataset, sm.split, sm.method, sm.llm].filter(Boolean).join(" · "),
         sm.partial ? badge("partial", "bad") : null),
-      h("table", { class: "table metrics" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), h("th", {}, "strict %"), h("th", {}, "legacy %"))),
-        h("tbody", {}, metric("Hits@1", "hits@1", "legacy_hits@1"), metric("Hit", "hit", "legacy_hit"),
-          metric("F1", "f1", "legacy_f1"), metric("KGR", "kgr"), metric("Faithful-F1", "faithful_f1"))),
-      h("p", { class: "muted" }, `${fmtNum(sm.n)} questions, ${fmtNum(sm.errors)} failed, ${fmtNum(sm.llm_calls_mean, 2)} LLM calls and ${fmtNum(sm.tokens_mean, 0)} tokens per question`)));
+      h("table", { class: "table metrics", id: "run-metrics" }, h("thead", {}, h("tr", {}, h("th", {}, "metric"), h("th", {}, "value"))),
+        h("tbody", {}, info.metrics.map((m) => h("tr", { title: m.description },
+          h("th", {}, metricHeading(m, m.label)), h("td", {}, fmtMetric(m.value, m.format)))))),
+      h("p", { class: "muted" }, `${fmtNum(sm.n)} questions, ${fmtNum(sm.errors)} failed`)));
     const others = all.runs.filter((r) => r.id !== run);
     if (others.length) {
       const select = h("select", { id: "compare-with" }, others.map((r) => h("option", { value: r.id }, r.id)));
