@@ -151,7 +151,10 @@ class Prediction(BaseModel):
     ``completion_tokens``, ``latency_s`` ...). ``error`` is set when the method failed; the answers are then whatever it
     had (usually none). ``grounding`` defaults to ``parametric`` so a method that forgets it is never over-credited.
     ``audits`` are the method's own verdicts (:class:`Audit`), scored against gold by the harness; ``stats`` are
-    method-specific numbers of this question (``{"edits": 2}``), averaged per key by the run's summary.
+    method-specific numbers of this question (``{"edits": 2}``), averaged per key by the run's summary. ``topics`` are
+    the KG ids of the topic entities the method started from; ``details`` are the method's own typed account of how it
+    answered (its ``Details`` model as JSON: chains, a plan, rounds), which its ``explain()`` reads, so no caller
+    reads a trace event by name.
     """
 
     answers: list[AnswerItem] = Field(default_factory=list)
@@ -162,6 +165,15 @@ class Prediction(BaseModel):
     error: str | None = None
     audits: list[Audit] = Field(default_factory=list)
     stats: dict[str, float] = Field(default_factory=dict)
+    topics: list[str] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("details", mode="before")
+    @classmethod
+    def _details_as_json(cls, value: Any) -> Any:
+        if isinstance(value, BaseModel):  # a method's typed details travel as JSON (runs, the service)
+            return value.model_dump(mode="json")
+        return value
 
     @field_validator("answers", mode="before")
     @classmethod
@@ -216,6 +228,9 @@ class MethodContext:
     trace of the question, and the artifact store (trained weights, precomputed indexes; ``kgqa artifacts``).
 
     The KG is None for a method whose ``needs()`` says it needs none (IO, CoT); the LLM is None for a graph-only mode.
+    ``topics`` (the topic entities found in the KG) and ``details`` (the method's typed account, a pydantic model it
+    fills as it goes) are per question, like the trace; the caller attaches them to the prediction, so a method that
+    returns early keeps them.
     """
 
     kg: KnowledgeGraph
@@ -225,7 +240,10 @@ class MethodContext:
     recorder: Recorder | None = None
     trace: Trace = field(default_factory=Trace)
     artifacts: ArtifactStore | None = None
+    topics: list[str] = field(default_factory=list)
+    details: BaseModel | None = None
 
     def for_question(self) -> MethodContext:
-        """A copy with a fresh trace (one per question, so concurrent questions never share one)."""
-        return replace(self, trace=Trace())
+        """A copy with a fresh trace, topics and details (one per question, so concurrent questions never share
+        them)."""
+        return replace(self, trace=Trace(), topics=[], details=None)

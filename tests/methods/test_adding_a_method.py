@@ -17,49 +17,95 @@ from pathlib import Path
 import pytest
 
 METHOD_SOURCE = '''
-"""A graph-only method: follow the topic's relation whose words overlap the question most."""
+"""A graph-only method: follow the topic's relation whose words overlap the question most; a trained table of which
+relation each question word led to (``kgqa train throwaway-onehop``) breaks ties."""
+
+import json
+from collections import Counter
+from pathlib import Path
 
 from pydantic import Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.kg.base import Direction
-from kgqa.methods import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.trainer import Trainer, TrainerSettings, TrainingReport, new_out_dir, setting
 from kgqa.steps.answers import answer_items
+
+
+class WordTableSettings(TrainerSettings):
+    dataset: list[str] = setting(metavar="NAME", help="dataset whose gold chains are counted (repeatable)")
+    split: str = setting("test", help="split to count")
+    out: Path = setting(help="directory to write words.json into", directory=True)
+    min_count: int = setting(1, ge=1, help="keep a word seen at least this often")
+
+
+class WordTable(Trainer):
+    """Count which relation each question word led to in the gold chains of DATASETs."""
+
+    name = "throwaway-onehop"
+    summary = "which relation each question word led to, from gold chains"
+    Settings = WordTableSettings
+
+    def train(self, settings, session):
+        from kgqa.datasets.gold_chains import training_questions
+
+        out = new_out_dir(settings.out)
+        data = training_questions(settings.dataset, settings.split)
+        counts = Counter((word, q.chain[0].relation) for q in data.questions
+                         for word in q.text.lower().replace("?", " ").split())
+        table = {f"{w} {r}": n for (w, r), n in counts.items() if n >= settings.min_count}
+        session.say(f"{len(data.questions)} questions counted")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "words.json").write_text(json.dumps(table), encoding="utf-8")
+        return TrainingReport(out, (f"wrote {out}",))
 
 
 class OneHopConfig(MethodConfig):
     max_answers: int = Field(default=10, ge=1, description="answers returned at most")
+    words: str | None = Field(default=None, description="directory written by kgqa train throwaway-onehop")
+
+
+class OneHopDetails(MethodDetails):
+    relation: str | None = None
 
 
 class OneHop(KGQAMethod):
     name = "throwaway-onehop"
     summary = "Follows the topic relation that shares the most words with the question (graph only, no LLM)"
     Config = OneHopConfig
+    Details = OneHopDetails
+    trainers = (WordTable,)
 
     def needs(self, llm=None):
         return Needs(kg=True, llm=False)
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         assert ctx.llm is None, "the runner must not load an LLM for a method that needs none"
+        table = {}
+        if self.config.words:
+            table = json.loads((Path(self.config.words) / "words.json").read_text(encoding="utf-8"))
         words = set(question.text.lower().replace("?", " ").split())
         best = None
         for topic in question.topic_ids:
             for relation in ctx.kg.relations(topic, Direction.OUT):
                 score = len(words & set(relation.replace(".", " ").replace("_", " ").split()))
-                if best is None or score > best[0]:
-                    best = (score, topic, relation)
+                learnt = sum(table.get(f"{w} {relation}", 0) for w in words)
+                if best is None or (score, learnt) > best[0]:
+                    best = ((score, learnt), topic, relation)
         if best is None:
             ctx.trace.add("onehop.pick", relation=None)
             return Prediction()
         _, topic, relation = best
         ctx.trace.add("onehop.pick", relation=relation, topic=topic)
+        self.account(ctx).relation = relation
         tails = ctx.kg.neighbors(topic, relation, Direction.OUT, limit=self.config.max_answers)
         return Prediction(answers=answer_items(ctx.kg, tails), grounding=Grounding.STRUCTURED,
                           evidence=[[topic, relation, t] for t in tails])
 
     def explain(self, prediction: Prediction) -> Explanation:
-        pick = next((e for e in prediction.trace if e.get("step") == "onehop.pick"), {})
-        return Explanation(fields={"relation": pick.get("relation")}, lines=[f"relation: {pick.get('relation')}"])
+        relation = self.details_of(prediction).relation
+        return Explanation(fields={"relation": relation}, lines=[f"relation: {relation}"])
 '''
 
 
@@ -103,7 +149,9 @@ def test_kgqa_methods_lists_the_throwaway_method_with_its_settings(entry_point_s
     mine = listing["throwaway-onehop"]
     assert mine["summary"].startswith("Follows the topic relation")
     assert mine["settings"] == [{"name": "max_answers", "type": "int", "default": 10,
-                                 "description": "answers returned at most"}]
+                                 "description": "answers returned at most"},
+                                {"name": "words", "type": "str | None", "default": None,
+                                 "description": "directory written by kgqa train throwaway-onehop"}]
     assert mine["needs"] == {"kg": True, "llm": False, "embedder": False, "artifacts": []}
     assert {"io", "cot", "ccor", "cor"} <= set(listing)  # the built-ins are still there
 
@@ -121,9 +169,10 @@ def test_kgqa_eval_runs_the_throwaway_method(entry_point_site: Path, tmp_path: P
     assert all(r["llm_calls"] == 0 for r in rows)  # no LLM was loaded or called
     run_config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert run_config["method_config"] == {"max_answers": 5}  # what was given
-    assert run_config["method_config_resolved"] == {"max_answers": 5}  # the resolved config, whole
+    assert run_config["method_config_resolved"] == {"max_answers": 5, "words": None}  # the resolved config, whole
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text(encoding="utf-8").splitlines()]
     assert all(t["trace"][0]["step"] == "onehop.pick" for t in traces)  # the runner attached the method's trace
+    assert all(t["details"]["relation"] for t in traces)  # and its typed details
 
 
 def test_kgqa_eval_refuses_an_unknown_setting_of_the_throwaway_method(entry_point_site: Path, tmp_path: Path) -> None:
@@ -156,3 +205,25 @@ def test_a_plugin_module_named_in_the_config_registers_on_import(tmp_path: Path)
     assert [a["name"] for a in json.loads(proc.stdout)["answers"]] == ["Christopher Nolan"]
     broken = _kgqa(["methods"], site, tmp_path, KGQA_PLUGINS="no_such_plugin_module_xyz")
     assert broken.returncode == 2 and "plugin module 'no_such_plugin_module_xyz' (from $KGQA_PLUGINS)" in broken.stderr
+
+
+def test_a_method_that_trains_is_trained_through_kgqa_train(entry_point_site: Path, tmp_path: Path) -> None:
+    listed = _kgqa(["train", "--help"], entry_point_site, tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "throwaway-onehop" in listed.stdout and "Trainable methods: fog, srp, throwaway-onehop" in listed.stdout
+    helped = _kgqa(["train", "throwaway-onehop", "--help"], entry_point_site, tmp_path)
+    assert "--min-count INTEGER" in helped.stdout and "--dataset NAME" in helped.stdout  # options from the settings
+    bad = _kgqa(["train", "throwaway-onehop", "--dataset", "demo", "--min-count", "0", "--out", str(tmp_path / "w0")],
+                entry_point_site, tmp_path)
+    assert bad.returncode == 2 and "--min-count must be at least 1, got 0" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "w0").exists()
+    out = tmp_path / "words"
+    trained = _kgqa(["train", "throwaway-onehop", "--dataset", "demo", "--out", str(out)], entry_point_site, tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert trained.stdout.strip() == f"wrote {out}" and "questions counted" in trained.stderr
+    table = json.loads((out / "words.json").read_text(encoding="utf-8"))
+    assert table["directed film.film.directed_by"] >= 1  # the demo's "Who directed ...?" questions
+    asked = _kgqa(["ask", "Who directed Inception?", "--method", "throwaway-onehop", "--method-config",
+                   f"words={out}", "--json"], entry_point_site, tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    assert [a["name"] for a in json.loads(asked.stdout)["answers"]] == ["Christopher Nolan"]

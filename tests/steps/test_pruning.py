@@ -14,10 +14,11 @@ import pytest
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, Hop
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.tokens import approx_tokens
 from kgqa.steps.pruning import (
     PruningConfig,
+    RelationChoice,
     RelationPruner,
     default_prune_tokens,
     lexical_scores,
@@ -25,10 +26,11 @@ from kgqa.steps.pruning import (
 from kgqa.steps.relations import describe_hop, search_relations
 from kgqa.testing import Prompt, context, in_turn, offline_embedder, shared_movie_kg, truncated, unreadable
 
-CCOR_PROMPTS = PromptBook.for_package("kgqa.methods.ccor")
 QUESTION = "Which rivers flow through Vienna?"
 RELEVANT = ["geography.city.rivers", "location.location.river_flows", "geography.river_crossing.river"]
 STEP = "t.prune"
+#: CCoR's relation-pruning prompt, as the steps below are asked it
+CCOR_PRUNE = Signature(PromptBook.for_package("kgqa.methods.ccor"), "prune_relations", RelationChoice, STEP)
 PROMPT_BUDGET = 1200
 
 
@@ -61,7 +63,7 @@ def relevant_hops() -> set[Hop]:
 
 def pruner(ctx, **config: object) -> RelationPruner:
     return RelationPruner(PruningConfig(**config), llm=ctx.llm, embedder=ctx.embedder,  # type: ignore[arg-type]
-                          prompts=CCOR_PROMPTS, step=STEP)
+                          signature=CCOR_PRUNE)
 
 
 def prune(p: RelationPruner, candidates: list[Hop], ctx):
@@ -148,7 +150,7 @@ def test_bare_names_and_list_numbers_are_read_on_the_movie_kg() -> None:
         return {"relations": ["film.director.film", str(p.option_number("film.film.starring")), "99"]}
 
     ctx, _, _ = context(kg, policy)
-    p = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm, prompts=CCOR_PROMPTS, step=STEP)
+    p = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm, signature=CCOR_PRUNE)
     result = p.prune("Who directed Inception?", ["Inception"], (), hops, trace=ctx.trace, context="")
     assert result.ok and [s.hop for s in result.value or []] == [Hop("film.director.film", Direction.IN),
                                                                 Hop("film.film.starring", Direction.OUT)]

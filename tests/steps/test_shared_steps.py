@@ -7,11 +7,11 @@ import pytest
 from kgqa.core import AnswerItem
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, Hop
-from kgqa.llm.prompts import PromptBook
-from kgqa.steps.answers import answer_items, chain_evidence, choose_candidates
-from kgqa.steps.entities import Candidate, EntityPruner
+from kgqa.llm.prompts import PromptBook, Signature
+from kgqa.steps.answers import FilterChoice, answer_items, chain_evidence, choose_candidates
+from kgqa.steps.entities import Candidate, EntityPruner, EntityScores
 from kgqa.steps.explore import Action, Judgement, RelationExplorer
-from kgqa.steps.pruning import PruningConfig, RelationPruner, resolve_pruner
+from kgqa.steps.pruning import PruningConfig, RelationChoice, RelationPruner, resolve_pruner
 from kgqa.steps.relations import search_relations
 from kgqa.steps.reply import StepResult, ask_reply
 from kgqa.testing import context, in_turn, offline_embedder, shared_movie_kg, truncated, unreadable
@@ -31,17 +31,23 @@ user = "Question: {question}\\nCandidates:\\n{candidates}\\nKeep {top_k}."
 DIRECTED = Hop("film.director.film", Direction.OUT)
 
 
+def signature(prompt: str, reply: type, step: str) -> Signature:
+    return Signature(PROMPTS, prompt, reply, step)
+
+
+ENTITY_SCORES = Signature(PROMPTS, "prune_entities", EntityScores, "prune_entities")
+
+
 def test_ask_reply_succeeds_after_a_reask_and_fails_with_its_reason() -> None:
-    from kgqa.steps.answers import FilterChoice
 
     ctx, _, recorder = context(shared_movie_kg(), lambda p: in_turn(truncated({"keep": [2]}), {"keep": [2]}))
     with recorder.scope("q"):
-        result = ask_reply(ctx.llm, PROMPTS, "pick", FilterChoice, step="t.pick", question="?", candidates="1. a")
+        result = ask_reply(ctx.llm, signature("pick", FilterChoice, "t.pick"), question="?", candidates="1. a")
     assert result.ok and result.value == FilterChoice(keep=[2]) and result.failure is None
     assert recorder.totals("q").calls == 2  # the cut reply, then the re-ask
 
     ctx, _, _ = context(shared_movie_kg(), lambda p: unreadable())
-    failed = ask_reply(ctx.llm, PROMPTS, "pick", FilterChoice, step="t.pick", question="?", candidates="1. a")
+    failed = ask_reply(ctx.llm, signature("pick", FilterChoice, "t.pick"), question="?", candidates="1. a")
     assert not failed.ok and failed.value is None and "gave no valid FilterChoice for step 't.pick'" in (failed.failure or "")
     with pytest.raises(ValueError, match=r"step failed: .* gave no valid FilterChoice"):
         failed.unwrap()
@@ -52,7 +58,8 @@ def test_relation_pruning_reports_an_unreadable_reply_and_what_replaced_it() -> 
     kg = shared_movie_kg()
     candidates = search_relations(kg, ["m.nolan"], ())
     ctx, _, _ = context(kg, lambda p: unreadable())
-    pruner = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm, prompts=PROMPTS, step="t.prune")
+    pruner = RelationPruner(PruningConfig(kind="llm", top_k=2), llm=ctx.llm,
+                            signature=signature("prune_relations", RelationChoice, "t.prune"))
     result = pruner.prune("what films did Nolan direct?", ["Christopher Nolan"], (), candidates, trace=ctx.trace,
                           context="")
     assert not result.ok and "gave no valid RelationChoice" in (result.failure or "")
@@ -62,7 +69,8 @@ def test_relation_pruning_reports_an_unreadable_reply_and_what_replaced_it() -> 
     assert event["failure"] == result.failure and event["fallback"] == "lexical"
 
     ctx, _, _ = context(kg, lambda p: {"relations": ["film.director.film"]})
-    pruner = RelationPruner(PruningConfig(kind="llm", top_k=1), llm=ctx.llm, prompts=PROMPTS, step="t.prune")
+    pruner = RelationPruner(PruningConfig(kind="llm", top_k=1), llm=ctx.llm,
+                            signature=signature("prune_relations", RelationChoice, "t.prune"))
     good = pruner.prune("what did Nolan direct?", ["Christopher Nolan"], (), candidates, context="")
     assert good.ok and [s.hop for s in good.value or []] == [DIRECTED]
 
@@ -87,11 +95,11 @@ def test_entity_pruning_keeps_named_candidates_and_reports_nameless_ones() -> No
     assert ctx.trace[0]["nameless"] == 1 and all(k["id"] != "m.cvt1" for k in ctx.trace[0]["kept"])
 
     ctx, _, _ = context(kg, lambda p: {"scores": [{"id": p.option_number("Memento"), "score": 1.0}]})
-    by_llm = EntityPruner("llm", top_k=1, llm=ctx.llm, prompts=PROMPTS).prune("the 2000 one", candidates)
+    by_llm = EntityPruner("llm", top_k=1, llm=ctx.llm, signature=ENTITY_SCORES).prune("the 2000 one", candidates)
     assert by_llm.ok and [e.name for e in by_llm.value or []] == ["Memento"]
 
     ctx, _, _ = context(kg, lambda p: unreadable())
-    failed = EntityPruner("llm", top_k=1, llm=ctx.llm, prompts=PROMPTS).prune("?", candidates, trace=ctx.trace)
+    failed = EntityPruner("llm", top_k=1, llm=ctx.llm, signature=ENTITY_SCORES).prune("?", candidates, trace=ctx.trace)
     assert not failed.ok and ctx.trace[-1]["fallback"] == "given order"
     with pytest.raises(ConfigError, match="needs an embedder"):
         EntityPruner("embedding", top_k=1)
@@ -101,7 +109,7 @@ def test_entity_pruning_keeps_named_candidates_and_reports_nameless_ones() -> No
     assert all(e.score == 0.0 for e in (bm25.value or [])[1:])  # no word of the question in the other names
 
     ctx, model, _ = context(kg, lambda p: {"scores": [{"id": 1, "score": 1.0}]})
-    EntityPruner("llm", top_k=1, llm=ctx.llm, prompts=PROMPTS, max_tokens=40, temperature=0.4,
+    EntityPruner("llm", top_k=1, llm=ctx.llm, signature=ENTITY_SCORES, max_tokens=40, temperature=0.4,
                  seed=7).prune("?", candidates)
     assert model.history[0].params == {"max_tokens": 40, "temperature": 0.4, "seed": 7}
 
@@ -118,8 +126,8 @@ def test_answer_items_evidence_and_candidate_choice() -> None:
 
     films = kg.run_chain(["m.nolan"], (DIRECTED,)).entities
     ctx, _, _ = context(kg, lambda p: {"keep": [p.option_number("Memento"), 99]})
-    chosen = choose_candidates(ctx.llm, PROMPTS, "pick", "Which one is from 2000?", films, kg.names(films),
-                               max_shown=10, step="t.pick")
+    chosen = choose_candidates(ctx.llm, signature("pick", FilterChoice, "t.pick"), "Which one is from 2000?", films,
+                               kg.names(films), max_shown=10)
     assert chosen.ok and chosen.value is not None and chosen.value.kept == ["m.memento"]  # 99 is not on the list
     assert chosen.value.shown == chosen.value.offered == 3
 

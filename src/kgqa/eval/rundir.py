@@ -16,7 +16,9 @@ A run directory (``kgqa eval --out RUNDIR``, :func:`kgqa.eval.runner.run_eval`) 
     ``kg_calls`` (time inside KG calls), ``error``, ``groups`` (breakdown values) and ``hops`` / ``qtype`` where the
     data has them. A row is a :meth:`~kgqa.eval.metrics.QuestionScore.to_dict` plus those extras.
 ``traces.jsonl``
-    The step trace, evidence and (for failures) the traceback of each question, kept apart so results stay small.
+    The step trace, evidence, the topic entities the method started from (``topics``), its typed account of the answer
+    (``details``, read by its ``explain()``) and (for failures) the traceback of each question, kept apart so results
+    stay small.
     Each trace line is written before its result line; a resume drops trace lines without a result
     (:func:`compact_traces`). Traces are not fsynced (a power loss may cost trace lines, never result lines).
 ``summary.json``, ``report.md``, ``*.png``

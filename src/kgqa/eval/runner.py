@@ -258,7 +258,8 @@ class _Solver:
                                            trace=prediction.trace)
             score = score_prediction(question, prediction, latency_s=latency)
         row = _row(question, prediction, score, clock, prediction.usage)
-        trace_row: dict[str, Any] = {"id": question.id, "trace": prediction.trace, "evidence": prediction.evidence}
+        trace_row: dict[str, Any] = {"id": question.id, "trace": prediction.trace, "evidence": prediction.evidence,
+                                     "topics": prediction.topics, "details": prediction.details}
         if tb is not None:
             trace_row["traceback"] = tb
         return row, trace_row

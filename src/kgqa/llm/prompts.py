@@ -8,6 +8,10 @@ A method keeps its prompts in ``prompts.toml`` beside its ``__init__.py``::
 
 Fields are ``{name}`` placeholders only (``{{`` and ``}}`` are literal braces). Anything else inside braces, such as
 attribute access, indexing or format specs, is rejected when the file is loaded, so templates cannot run code.
+
+Each prompt a method asks is declared once as a :class:`Signature` (as DSPy's): the prompt, the reply model its answer
+must validate against and the step its calls are accounted under, so a prompt and its reply model are paired in one
+place (and a test renders every method's signatures against their reply models).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from kgqa.errors import ConfigError, KGQAError
 
@@ -163,3 +169,33 @@ class PromptBook:
 
     def __contains__(self, name: object) -> bool:
         return name in self._templates
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One LLM step of a method, declared once: the prompt it renders (``prompt`` in ``book``), the reply model its
+    answer must validate against (``reply``) and the step its calls are accounted and traced under (``step``, such as
+    ``"fog.decompose"``). Its inputs are the prompt's placeholders. ``kgqa.steps.reply.ask_reply(llm, signature,
+    **inputs)`` asks it; a prompt the book does not hold is an error when the signature is declared."""
+
+    book: PromptBook
+    prompt: str
+    reply: type[BaseModel]
+    step: str
+
+    def __post_init__(self) -> None:
+        self.book.template(self.prompt)  # an unknown prompt fails when the method's module is imported
+
+    @property
+    def inputs(self) -> frozenset[str]:
+        """The names the prompt is filled with."""
+        return self.book.fields(self.prompt)
+
+    def messages(self, /, **inputs: Any) -> list[dict[str, str]]:
+        """The rendered chat messages (a missing input is a :class:`PromptError`; inputs the prompt does not use are
+        left out, so a shared step may offer more than one method's wording needs)."""
+        return self.book.messages(self.prompt, **inputs)
+
+    def labelled(self, step: str) -> Signature:
+        """The same prompt and reply model accounted under another step (one prompt asked at two places)."""
+        return Signature(self.book, self.prompt, self.reply, step)

@@ -17,7 +17,8 @@ from kgqa.core import (
     TopicEntity,
     Trace,
 )
-from kgqa.methods.base import Explanation, KGQAMethod, Method, MethodConfig, Needs, solve
+from kgqa.methods.base import Explanation, KGQAMethod, Method, MethodConfig, MethodDetails, Needs, solve
+from kgqa.methods.context import Resources, build_context
 from kgqa.methods.registry import (
     METHODS,
     discover_methods,
@@ -42,15 +43,18 @@ __all__ = [
     "Method",
     "MethodConfig",
     "MethodContext",
+    "MethodDetails",
     "Needs",
     "Prediction",
     "Question",
+    "Resources",
     "TopicEntity",
     "Trace",
     "Trainer",
     "TrainerSettings",
     "TrainingReport",
     "TrainingSession",
+    "build_context",
     "discover_methods",
     "get_method",
     "method_info",

@@ -8,8 +8,12 @@ contract, all optional for a plain factory and all present on :class:`KGQAMethod
   methods`` lists it, and a run writes the resolved config whole into ``config.json``.
 * ``needs(llm)``: a :class:`Needs` saying whether it needs a KG, an LLM, an embedder, and which trained artifacts;
   the CLI and the runner load exactly those.
-* ``explain(prediction)``: an :class:`Explanation`, the method's own summary of how it answered (chains, a plan, a
-  subgraph), which ``kgqa ask`` prints and ``--json`` includes, so no command reads a method's trace events by name.
+* ``Details``: a :class:`MethodDetails` model, the method's typed account of how it answered (chains, a plan, rounds);
+  the method fills ``ctx.details`` as it goes and the prediction carries it (``prediction.details``).
+* ``explain(prediction)``: an :class:`Explanation`, the method's own summary of how it answered, made from its
+  details, which ``kgqa ask`` prints and ``--json`` includes, so nothing reads a method's trace events by name.
+* ``signatures``: every prompt the method asks, each declared once with its reply model and step
+  (:class:`~kgqa.llm.prompts.Signature`); a test renders each against its reply model.
 * ``answer(question, ctx)``: the prediction. The caller (the runner, ``kgqa ask``, :func:`solve`) attaches the trace
   and the usage, so a method returns only what it decided.
 * ``trainers``: what the method trains or builds (:class:`~kgqa.methods.trainer.Trainer` classes, each with typed
@@ -24,17 +28,38 @@ from __future__ import annotations
 import abc
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kgqa.core import MethodContext, Prediction, Question
 from kgqa.errors import ConfigError
 
+R = TypeVar("R")
+
 if TYPE_CHECKING:
     from kgqa.llm.accounting import Recorder
+    from kgqa.llm.prompts import Signature
     from kgqa.methods.trainer import Trainer
+
+
+class MethodDetails(BaseModel):
+    """Base of a method's typed account of one answer (``prediction.details``): every field has a default, and keys a
+    newer or older kgqa wrote that this one does not know are ignored, so a stored run always reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @staticmethod
+    def round_of(rounds: list[R], number: int, make: Callable[..., R]) -> R:
+        """The entry of ``rounds`` whose ``round`` is ``number``, appended as ``make(round=number)`` when there is none
+        yet (a round's steps fill one entry as they happen)."""
+        found = next((r for r in rounds if getattr(r, "round", None) == number), None)
+        if found is None:
+            found = make(round=number)
+            rounds.append(found)
+        return found
 
 
 class MethodConfig(BaseModel):
@@ -91,6 +116,10 @@ class KGQAMethod(abc.ABC):
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     #: What the method trains or builds (``kgqa train NAME``); the first is its main trainer, named after it.
     trainers: ClassVar[tuple[type[Trainer], ...]] = ()
+    #: Every prompt the method asks, declared once with its reply model and step.
+    signatures: ClassVar[tuple[Signature, ...]] = ()
+    #: The model of ``prediction.details``.
+    Details: ClassVar[type[MethodDetails]] = MethodDetails
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         if config is not None and settings:
@@ -107,6 +136,21 @@ class KGQAMethod(abc.ABC):
     def explain(self, prediction: Prediction) -> Explanation:
         """The summary ``kgqa ask`` shows; the default shows nothing beyond answers and grounding."""
         return Explanation()
+
+    def account(self, ctx: MethodContext) -> Any:
+        """This question's details (``ctx.details``, the method's ``Details``), made on first use; a method fills it as
+        it goes and the prediction carries it."""
+        if not isinstance(ctx.details, self.Details):
+            ctx.details = self.Details()
+        return ctx.details
+
+    def details_of(self, prediction: Prediction) -> Any:
+        """``prediction.details`` as this method's ``Details`` (defaults where a field is missing or malformed, as in a
+        run written by another kgqa)."""
+        try:
+            return self.Details.model_validate(prediction.details)
+        except ValidationError:
+            return self.Details()
 
 
 def validate_config(method: str, model: type[BaseModel], settings: dict[str, Any]) -> BaseModel:
@@ -164,10 +208,15 @@ def solve(method: Method, question: Question, ctx: MethodContext, *, recorder: R
 
 def attach_run_facts(prediction: Prediction, ctx: MethodContext, *, recorder: Recorder | None,
                      scope: str) -> Prediction:
-    """The prediction with the context's trace (when the method returned none) and the recorder's usage merged in."""
+    """The prediction with the context's trace, topics and details (where the method returned none) and the
+    recorder's usage merged in."""
     update: dict[str, Any] = {}
     if not prediction.trace and ctx.trace:
         update["trace"] = list(ctx.trace)
+    if not prediction.topics and ctx.topics:
+        update["topics"] = list(ctx.topics)
+    if not prediction.details and ctx.details is not None:
+        update["details"] = ctx.details.model_dump(mode="json")
     if recorder is not None:
         update["usage"] = {**prediction.usage, **recorder.totals(scope).to_dict()}
     return prediction.model_copy(update=update) if update else prediction

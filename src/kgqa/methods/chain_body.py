@@ -6,22 +6,39 @@ from the CCoR paper, is described in :mod:`kgqa.methods.ccor.method`.
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from kgqa.core import AnswerItem, Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Chain, ConstraintChain, format_chain, is_literal, literal_value
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import generate_answers
-from kgqa.steps.answers import answer_items, chain_evidence, choose_candidates, presentable, rank_by_mention
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.llm_only import ReasonedAnswer, generate_answers
+from kgqa.steps.answers import (
+    FilterChoice,
+    answer_items,
+    chain_evidence,
+    choose_candidates,
+    presentable,
+    rank_by_mention,
+)
+from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.explore import Action, Judgement, RelationExplorer
-from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
+from kgqa.steps.pruning import (
+    PrunerChoice,
+    PruningConfig,
+    RelationChoice,
+    RelationPruner,
+    pruner_needs_embedder,
+    resolve_pruner,
+)
 from kgqa.steps.relations import describe_chain, reached_view
 from kgqa.steps.reply import ask_reply
 
@@ -56,6 +73,73 @@ class ConstraintDecision(Reply):
     chain_correct: bool
     target: int | None = None
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ChainSignatures:
+    """The prompts of the chain body (the method's book: ``prune_relations``, ``main_reasoning``, ``constraint_init``,
+    ``constraint_reasoning``, ``global_entity_filtering``, ``direct_generation``), each with its reply model and a step
+    under the method's name."""
+
+    prune: Signature
+    constraint_prune: Signature
+    main: Signature
+    constraint_init: Signature
+    constraint: Signature
+    gef: Signature
+    generate: Signature
+
+    def all(self) -> tuple[Signature, ...]:
+        return (self.prune, self.constraint_prune, self.main, self.constraint_init, self.constraint, self.gef,
+                self.generate)
+
+
+def chain_signatures(book: PromptBook, method: str) -> ChainSignatures:
+    """The chain body's signatures over ``book``, accounted under ``method`` (``ccor.reason``, ``cor.reason``, ...)."""
+    prune = Signature(book, "prune_relations", RelationChoice, f"{method}.prune")
+    return ChainSignatures(
+        prune=prune, constraint_prune=prune.labelled(f"{method}.constraint_prune"),
+        main=Signature(book, "main_reasoning", MainDecision, f"{method}.reason"),
+        constraint_init=Signature(book, "constraint_init", ConstraintInit, f"{method}.constraint_init"),
+        constraint=Signature(book, "constraint_reasoning", ConstraintDecision, f"{method}.constraint_reason"),
+        gef=Signature(book, "global_entity_filtering", FilterChoice, f"{method}.gef"),
+        generate=Signature(book, "direct_generation", ReasonedAnswer, f"{method}.generate"))
+
+
+class ConstraintAccount(BaseModel):
+    """The constraint chain of an answer: from which position of the main chain, which relations, to which target."""
+
+    source: int
+    chain: str
+    target: str
+
+
+class FallbackAccount(BaseModel):
+    """The first fallback layer a question reached (1: Global Entity Filtering, 2: direct generation) and why."""
+
+    layer: int
+    stage: str
+    cause: str
+
+
+class JudgeClaim(BaseModel):
+    """One judgement of the main chain: whether it claims the answers are among the ``nodes`` the chain reaches."""
+
+    claim: bool
+    nodes: list[str]
+    iteration: int
+
+
+class ChainDetails(MethodDetails):
+    main_chain: str | None = None
+    constraint_chain: ConstraintAccount | None = None
+    fallback: FallbackAccount | None = None
+    #: the main chain's judgements, turned into audits (not stored: the audits keep the nodes)
+    judgements: list[JudgeClaim] = Field(default_factory=list, exclude=True)
+
+    def note_fallback(self, layer: int, stage: str, cause: str) -> None:
+        if self.fallback is None:
+            self.fallback = FallbackAccount(layer=layer, stage=stage, cause=cause)
 
 
 class CoRConfig(MethodConfig):
@@ -105,6 +189,7 @@ class ChainMethod(KGQAMethod):
     """
 
     prompts: ClassVar[PromptBook]
+    Details: ClassVar[type[MethodDetails]] = ChainDetails
     config: CoRConfig
     #: Whether the main chain may walk back along its last relation to the siblings of where it stands (see
     #: :func:`kgqa.steps.relations.search_relations`); CCoR does not (the paper's relation search).
@@ -118,6 +203,11 @@ class ChainMethod(KGQAMethod):
         # The LLM's spec decides what "auto" pruning means, so the embedder is needed only where it will be used.
         return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(resolve_pruner(self.config.pruner, llm)))
 
+    @functools.cached_property
+    def asks(self) -> ChainSignatures:
+        """This configured method's signatures (CCoR without its constraint chain is accounted as ``cor``)."""
+        return chain_signatures(self.prompts, self.name)
+
     def _pruning(self, ctx: MethodContext) -> PruningConfig:
         kind = resolve_pruner(self.config.pruner, getattr(ctx.llm, "name", None))
         return PruningConfig(kind=kind, top_k=self.config.top_k, prefilter=self.config.prefilter,
@@ -126,27 +216,18 @@ class ChainMethod(KGQAMethod):
     # -- the whole question ----------------------------------------------------------------------------------------
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        details = ctx.details = self.Details()
         prediction = self._answer(question, ctx)
         # The main chain's judgements, recorded as they were made, become audits the harness scores against gold.
-        audits = []
-        for event in ctx.trace:
-            if event.get("step") == "main.judge_audit" and isinstance(event.get("nodes"), list):
-                audits.append(Audit(check=f"{self.name}.judge", claim=event["claim"], nodes=event["nodes"],
-                                    step=event["iteration"]))
-                event["nodes"] = len(event["nodes"])  # the trace keeps the count; the audit keeps the nodes
-        return prediction.model_copy(update={"audits": audits}) if audits else prediction
+        audits = [Audit(check=f"{self.name}.judge", claim=j.claim, nodes=j.nodes, step=j.iteration)
+                  for j in details.judgements]  # type: ignore[attr-defined]
+        return prediction.model_copy(update={"audits": audits or prediction.audits, "details": details,
+                                             "topics": prediction.topics or list(ctx.topics)})
 
     def _answer(self, question: Question, ctx: MethodContext) -> Prediction:
-        trace = ctx.trace
-        try:
-            present = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
-        except KGError as exc:
-            trace.add("start", method=self.name, topics=[], error=f"{type(exc).__name__}: {exc}")
-            return self._direct(question, ctx, f"the KG failed while checking the topics: {type(exc).__name__}: {exc}")
-        trace.add("start", method=self.name, topics=[t.id for t in present], missing_topics=[
-            t.id for t in question.topic_entities if t not in present])
-        if not present:
-            return self._direct(question, ctx, "no topic entity of the question is in the KG")
+        present, cause = topics_in_kg(question, ctx, self.name)
+        if cause is not None:
+            return self._direct(question, ctx, cause)
         try:
             return self._from_topics(question, ctx, present)
         except _ToDirectGeneration as fallback:
@@ -195,24 +276,21 @@ class ChainMethod(KGQAMethod):
 
     def _main_pruner(self, question: Question, ctx: MethodContext, pruning: PruningConfig, topics: list[str]) -> Any:
         """What ranks the relations that extend the main chain (CCoR: the configured LLM/embedding pruner)."""
-        return RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder, prompts=self.prompts,
-                              step=f"{self.name}.prune")
+        return RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder, signature=self.asks.prune)
 
     def explain(self, prediction: Prediction) -> Explanation:
         """The chains behind the answer: main chain, constraint chain (source, chain, target), and any fallback."""
-        answer = next((e for e in prediction.trace if e.get("step") == "answer"), None)
-        fallback = next((e for e in prediction.trace if e.get("step") == "fallback"), None)
-        main = (answer or {}).get("main_chain") or (fallback or {}).get("main_chain")
-        constraint = (answer or {}).get("constraint_chain")
+        details: ChainDetails = self.details_of(prediction)
+        constraint, fallback = details.constraint_chain, details.fallback
         fields: dict[str, Any] = {
-            "main_chain": main, "constraint_chain": constraint,
-            "fallback": None if fallback is None else {"layer": fallback.get("layer"), "stage": fallback.get("stage"),
-                                                       "cause": fallback.get("cause")}}
-        lines = [f"main chain: {main or '(none)'}",
-                 "constraint chain: " + (f"from position {constraint['source']}: {constraint['chain']} = "
-                                         f"{constraint['target']}" if constraint else "(none)")]
+            "main_chain": details.main_chain,
+            "constraint_chain": None if constraint is None else constraint.model_dump(),
+            "fallback": None if fallback is None else fallback.model_dump()}
+        lines = [f"main chain: {details.main_chain or '(none)'}",
+                 "constraint chain: " + (f"from position {constraint.source}: {constraint.chain} = {constraint.target}"
+                                         if constraint else "(none)")]
         if fallback is not None:
-            lines.append(f"fallback: layer {fallback.get('layer')} ({fallback.get('stage')}): {fallback.get('cause')}")
+            lines.append(f"fallback: layer {fallback.layer} ({fallback.stage}): {fallback.cause}")
         return Explanation(fields=fields, lines=lines)
 
     # -- main chain reasoning --------------------------------------------------------------------------------------
@@ -226,8 +304,7 @@ class ChainMethod(KGQAMethod):
         if reached.only_start:
             # It walked back to where it started (through a mediator node): no model call is spent on it either.
             return Judgement(Action.BACKTRACK, "the chain leads back to the topic entity")
-        reply = ask_reply(ctx.llm, self.prompts, "main_reasoning", MainDecision, step=f"{self.name}.reason",
-                          max_tokens=self.config.judge_tokens, question=question.text,
+        reply = ask_reply(ctx.llm, self.asks.main, max_tokens=self.config.judge_tokens, question=question.text,
                           chain=describe_chain(topic_names, chain), reached=reached.describe(),
                           alternatives=str(waiting))
         if not reply.ok or reply.value is None:
@@ -244,11 +321,17 @@ class ChainMethod(KGQAMethod):
             action, reason = Action.FORWARD, f"the chain ends on nameless mediator nodes ({decision.reason})"
         else:
             reason = decision.reason
-        # The judge's claim, for the harness to check (never here): Stop and Constraint say the answers are among
-        # the entities the chain reaches; Forward and Backtrack say they are not (yet).
-        ctx.trace.add("main.judge_audit", claim=action in (Action.STOP, Action.CONSTRAINT), nodes=reached.entities,
-                      iteration=sum(1 for e in ctx.trace if e.get("step") == "main.judge_audit"))
+        self._note_claim(ctx, action, reached.entities)
         return Judgement(action, reason)
+
+    def _note_claim(self, ctx: MethodContext, action: Action, reached: list[str]) -> None:
+        """Record a main-chain judgement: Stop and Constraint claim the answers are among the ``reached`` entities,
+        Forward and Backtrack that they are not (yet). The harness checks the claim against gold, never the method."""
+        judgements = self.account(ctx).judgements
+        claim = JudgeClaim(claim=action in (Action.STOP, Action.CONSTRAINT), nodes=reached, iteration=len(judgements))
+        judgements.append(claim)
+        # the trace keeps the count; the audit keeps the nodes
+        ctx.trace.add("main.judge_audit", claim=claim.claim, nodes=len(claim.nodes), iteration=claim.iteration)
 
     # -- constraint chain ------------------------------------------------------------------------------------------
 
@@ -263,8 +346,8 @@ class ChainMethod(KGQAMethod):
     def _constraint(self, question: Question, ctx: MethodContext, topics: list[str], topic_names: list[str],
                     main: Chain, candidates: list[str], pruning: PruningConfig, others: list[str]) -> Prediction:
         kg = ctx.kg
-        reply = ask_reply(ctx.llm, self.prompts, "constraint_init", ConstraintInit, step=f"{self.name}.constraint_init",
-                          max_tokens=self.config.init_tokens, question=question.text, chain=describe_chain(topic_names, main),
+        reply = ask_reply(ctx.llm, self.asks.constraint_init, max_tokens=self.config.init_tokens, question=question.text,
+                          chain=describe_chain(topic_names, main),
                           positions=self._positions(ctx, topics, topic_names, main))
         if not reply.ok or reply.value is None:
             return self._global_filter(question, ctx, topics, main, candidates,
@@ -275,8 +358,8 @@ class ChainMethod(KGQAMethod):
                       requested_source=init.source_position)
 
         source_label = [f"entities at position {source} of the main chain"]
-        explorer = RelationExplorer(kg, RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder, prompts=self.prompts,
-                                                       step=f"{self.name}.constraint_prune"),
+        explorer = RelationExplorer(kg, RelationPruner(pruning, llm=ctx.llm, embedder=ctx.embedder,
+                                                       signature=self.asks.constraint_prune),
                                     topics=topics, prefix=main[:source], max_depth=self.config.depth_for(question),
                                     max_iterations=self.config.max_iterations, trace=ctx.trace, label="constraint")
         targets: dict[tuple, str] = {}
@@ -321,9 +404,7 @@ class ChainMethod(KGQAMethod):
         listing = "\n".join(f"{i}. {names[e]}" for i, e in enumerate(options, start=1))
         ctx.trace.add(f"{self.name}.constraint_options", chain=format_chain(chain), recalled=len(recalled.entities),
                       named=len(named), shown=len(options), truncated=recalled.truncated)
-        reply = ask_reply(ctx.llm, self.prompts, "constraint_reasoning", ConstraintDecision,
-                          step=f"{self.name}.constraint_reason", max_tokens=self.config.judge_tokens,
-                          constraint_query=query,
+        reply = ask_reply(ctx.llm, self.asks.constraint, max_tokens=self.config.judge_tokens, constraint_query=query,
                           chain=describe_chain(source_label, chain), options=listing)
         if not reply.ok or reply.value is None:
             return Judgement(Action.BACKTRACK, f"unreadable judgement: {reply.failure}")
@@ -346,10 +427,13 @@ class ChainMethod(KGQAMethod):
         # The topic entity is not its own answer ("who starred with DiCaprio" reaches DiCaprio too), unless it is all
         # the chain reaches.
         shown = [e for e in shown if e not in topics] or shown
-        ctx.trace.add("answer", grounding="structured", main_chain=format_chain(main),
-                      constraint_chain=None if constraint is None else {
-                          "source": constraint.source, "chain": format_chain(constraint.chain),
-                          "target": constraint.target}, answers=len(shown), nameless_dropped=len(final) - len(shown))
+        details: ChainDetails = self.account(ctx)
+        details.main_chain = format_chain(main)
+        details.constraint_chain = None if constraint is None else ConstraintAccount(
+            source=constraint.source, chain=format_chain(constraint.chain), target=constraint.target)
+        ctx.trace.add("answer", grounding="structured", main_chain=details.main_chain,
+                      constraint_chain=None if details.constraint_chain is None else details.constraint_chain.model_dump(),
+                      answers=len(shown), nameless_dropped=len(final) - len(shown))
         evidence = self._evidence(ctx, topics, main, shown)
         counted = self._count(question, ctx, shown)
         if counted is not None:
@@ -382,15 +466,17 @@ class ChainMethod(KGQAMethod):
         names = ctx.kg.names(offered)
         ranked = rank_by_mention(question.text, offered, names)
         shown = ranked[: self.config.max_gef_candidates]
-        chosen = choose_candidates(ctx.llm, self.prompts, "global_entity_filtering", question.text, ranked,
-                                   names, max_shown=self.config.max_gef_candidates, step=f"{self.name}.gef",
-                                   max_tokens=self.config.gef_tokens)
+        chosen = choose_candidates(ctx.llm, self.asks.gef, question.text, ranked, names,
+                                   max_shown=self.config.max_gef_candidates, max_tokens=self.config.gef_tokens)
         keep = chosen.value.kept if chosen.value is not None else []
         if not chosen.ok:
             cause = f"{cause}; filtering reply unreadable: {chosen.failure}"
         final = keep or shown  # an empty filter keeps the KG's candidates rather than answering nothing
         ctx.trace.add("fallback", layer=1, stage="global_entity_filtering", cause=cause, main_chain=format_chain(main),
                       candidates=len(candidates), offered=len(offered), shown=len(shown), kept=len(keep))
+        details: ChainDetails = self.account(ctx)
+        details.main_chain = details.main_chain or format_chain(main)
+        details.note_fallback(1, "global_entity_filtering", cause)
         if not final:
             raise _ToDirectGeneration(f"{cause}; no candidate has a name")
         evidence = self._evidence(ctx, topics, main, final)
@@ -412,9 +498,10 @@ class ChainMethod(KGQAMethod):
         from kgqa.llm.structured import StructuredOutputError
 
         try:
-            answers, reasoning = generate_answers(ctx.llm, self.prompts, "direct_generation", question.text, reasoning=True,
-                                                  step=f"{self.name}.generate", max_tokens=self.config.answer_tokens)
+            answers, reasoning = generate_answers(ctx.llm, self.asks.generate, question.text,
+                                                  max_tokens=self.config.answer_tokens)
         except StructuredOutputError as exc:
             answers, reasoning = [], f"unreadable reply: {exc}"
         ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=cause, reasoning=reasoning)
+        self.account(ctx).note_fallback(2, "direct_generation", cause)
         return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC)

@@ -12,11 +12,11 @@ from pydantic.fields import FieldInfo
 
 from kgqa.core import AnswerItem, Grounding, MethodContext, Prediction, Question
 from kgqa.llm.structured import AnswerNames, Reply
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
-    from kgqa.llm.prompts import PromptBook
+    from kgqa.llm.prompts import PromptBook, Signature
 
 
 class DirectAnswer(Reply):
@@ -43,9 +43,10 @@ class Sufficiency(Reply):
     reason: str = ""
 
 
-def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, *, reasoning: bool, step: str,
-                     max_tokens: int | None = None, **prompt_vars: str) -> tuple[list[str], str]:
-    """Ask for ``{"answers": [...]}`` (with ``"reasoning"`` first when ``reasoning``); returns (answers, reasoning).
+def generate_answers(llm: ChatModel, signature: Signature, question: str, *, max_tokens: int | None = None,
+                     **inputs: str) -> tuple[list[str], str]:
+    """Ask ``signature`` (its reply :class:`DirectAnswer`, or :class:`ReasonedAnswer` with the reasoning first) for
+    ``{"answers": [...]}``; returns (answers, reasoning).
 
     Answers are stripped, empty ones dropped and duplicates removed in order. ``max_tokens`` caps the reply (None: the
     model's default). A reply cut off by that cap is read as far as it got (``salvage``) before the one re-ask: a small
@@ -54,10 +55,9 @@ def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question:
     """
     from kgqa.llm.structured import ask_json
 
-    schema = ReasonedAnswer if reasoning else DirectAnswer
     params = {} if max_tokens is None else {"max_tokens": max_tokens}
-    reply = ask_json(llm, prompts.messages(prompt, question=question, **prompt_vars), schema, step=step, salvage=True,
-                     **params)
+    reply = ask_json(llm, signature.messages(question=question, **inputs), signature.reply, step=signature.step,
+                     salvage=True, **params)
     seen: set[str] = set()
     answers: list[str] = []
     for raw in reply.answers:
@@ -68,21 +68,27 @@ def generate_answers(llm: ChatModel, prompts: PromptBook, prompt: str, question:
     return answers, getattr(reply, "reasoning", "")
 
 
-def answer_alone(question: Question, ctx: MethodContext, prompts: PromptBook, *, cause: str, step: str,
-                 max_tokens: int | None = None, max_answers: int | None = None,
-                 prompt: str = "direct_generation") -> Prediction:
-    """The fallback of the KG methods (ToG, PoG, SRP, VoG): the LLM answers alone with its reasoning first, grounding
+def answer_alone(question: Question, ctx: MethodContext, signature: Signature, *, cause: str,
+                 max_tokens: int | None = None, max_answers: int | None = None) -> Prediction:
+    """The fallback of the KG methods (ToG, PoG, SRP, VoG): the LLM answers alone with its reasoning first
+    (``signature``: the method's direct-generation prompt, replying :class:`ReasonedAnswer`), grounding
     ``parametric``; the trace says why (``fallback`` event with ``cause``). An unreadable reply gives no answers."""
     from kgqa.llm.structured import StructuredOutputError
 
     try:
-        answers, reasoning = generate_answers(ctx.llm, prompts, prompt, question.text, reasoning=True, step=step,
-                                              max_tokens=max_tokens)
+        answers, reasoning = generate_answers(ctx.llm, signature, question.text, max_tokens=max_tokens)
     except StructuredOutputError as exc:
         answers, reasoning = [], f"unreadable reply: {exc}"
     ctx.trace.add("fallback", stage="direct_generation", cause=cause, reasoning=reasoning)
     kept = answers if max_answers is None else answers[:max_answers]
     return Prediction(answers=[AnswerItem(id=None, name=a) for a in kept], grounding=Grounding.PARAMETRIC)
+
+
+class ParametricDetails(MethodDetails):
+    """The one generation: the model's reasoning (CoT) or why its reply could not be read."""
+
+    reasoning: str | None = None
+    unreadable: str | None = None
 
 
 class ParametricConfig(MethodConfig):
@@ -91,6 +97,16 @@ class ParametricConfig(MethodConfig):
                                                                   description="keep only the best N answers")
     answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(
         default=None, description="reply budget of the answer (None: the backend's default, 512)")
+
+
+def parametric_signatures(book: PromptBook, method: str, reply: type[DirectAnswer | ReasonedAnswer]
+                          ) -> tuple[Signature, Signature]:
+    """An LLM-only baseline's two signatures: its few-shot ``answer`` and its ``answer_zero_shot`` prompt, both
+    replying ``reply`` and accounted under ``<method>.generate``."""
+    from kgqa.llm.prompts import Signature
+
+    return (Signature(book, "answer", reply, f"{method}.generate"),
+            Signature(book, "answer_zero_shot", reply, f"{method}.generate"))
 
 
 def budgeted_config(name: str, answer_tokens: int) -> type[ParametricConfig]:
@@ -104,19 +120,25 @@ def budgeted_config(name: str, answer_tokens: int) -> type[ParametricConfig]:
 class ParametricPrompting(KGQAMethod):
     """The body of the LLM-only baselines (IO, CoT): one generation call, grounding ``parametric``, the KG untouched.
 
-    A subclass names itself, says whether the reply carries ``reasoning`` first, and brings its prompt book (entries
-    ``answer`` and ``answer_zero_shot``). A reply still invalid after the re-ask gives no answers (a wrong answer, not a
-    failed question); the trace keeps the reason.
+    A subclass names itself and declares its two signatures (:func:`parametric_signatures`: the prompts ``answer``
+    and ``answer_zero_shot`` of its book, replying :class:`DirectAnswer`, or :class:`ReasonedAnswer` with the reasoning
+    first). A reply still invalid after the re-ask gives no answers (a wrong answer, not a failed question); the trace
+    keeps the reason.
     """
 
-    reasoning: ClassVar[bool]
-    prompts: ClassVar[PromptBook]
     Config = ParametricConfig
+    Details = ParametricDetails
     needs_kg: ClassVar[bool] = False  # older spelling of needs().kg, kept for callers that read it
 
     @property
-    def prompt(self) -> str:
-        return "answer" if self.config.few_shot else "answer_zero_shot"
+    def signature(self) -> Signature:
+        """The few-shot prompt, or the zero-shot one with ``few_shot=False``."""
+        few_shot, zero_shot = self.signatures
+        return few_shot if self.config.few_shot else zero_shot
+
+    @property
+    def reasoning(self) -> bool:
+        return self.signature.reply is ReasonedAnswer
 
     def needs(self, llm: str | None = None) -> Needs:
         return Needs(kg=False, llm=True)
@@ -124,26 +146,25 @@ class ParametricPrompting(KGQAMethod):
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         from kgqa.llm.structured import StructuredOutputError
 
-        step = f"{self.name}.generate"
-        event = ctx.trace.add(step, prompt=self.prompt)
+        event = ctx.trace.add(self.signature.step, prompt=self.signature.prompt)
+        details = ctx.details = ParametricDetails()
         try:
-            answers, reasoning = generate_answers(ctx.llm, self.prompts, self.prompt, question.text,
-                                                  reasoning=self.reasoning, step=step,
+            answers, reasoning = generate_answers(ctx.llm, self.signature, question.text,
                                                   max_tokens=self.config.answer_tokens)
         except StructuredOutputError as exc:
             answers, reasoning = [], ""
-            event["unreadable"] = str(exc)
+            event["unreadable"] = details.unreadable = str(exc)
         if self.config.max_answers is not None:
             answers = answers[:self.config.max_answers]
         if self.reasoning:
-            event["reasoning"] = reasoning
+            event["reasoning"] = details.reasoning = reasoning
         event["answers"] = answers
         return Prediction(answers=[AnswerItem(id=None, name=a) for a in answers], grounding=Grounding.PARAMETRIC)
 
     def explain(self, prediction: Prediction) -> Explanation:
-        event = next((e for e in prediction.trace if e.get("step") == f"{self.name}.generate"), {})
-        fields: dict[str, Any] = {"reasoning": event.get("reasoning")} if self.reasoning else {}
-        lines = [f"reasoning: {event['reasoning']}"] if self.reasoning and event.get("reasoning") else []
-        if event.get("unreadable"):
-            lines.append(f"unreadable reply: {event['unreadable']}")
+        details: ParametricDetails = self.details_of(prediction)
+        fields: dict[str, Any] = {"reasoning": details.reasoning} if self.reasoning else {}
+        lines = [f"reasoning: {details.reasoning}"] if self.reasoning and details.reasoning else []
+        if details.unreadable:
+            lines.append(f"unreadable reply: {details.unreadable}")
         return Explanation(fields=fields, lines=lines)

@@ -15,7 +15,7 @@ from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
-    from kgqa.llm.prompts import PromptBook
+    from kgqa.llm.prompts import Signature
 
 
 def answer_items(kg: KnowledgeGraph, ids: Sequence[str], *, limit: int | None = None) -> list[AnswerItem]:
@@ -94,10 +94,11 @@ class Chosen:
     offered: int
 
 
-def choose_candidates(llm: ChatModel, prompts: PromptBook, prompt: str, question: str, candidates: Sequence[str],
-                      names: dict[str, str | None], *, max_shown: int, step: str,
-                      max_tokens: int | None = None) -> StepResult[Chosen]:
-    """List the first ``max_shown`` candidates by name, ask which answer the question (``{"keep": [numbers]}``).
+def choose_candidates(llm: ChatModel, signature: Signature, question: str, candidates: Sequence[str],
+                      names: dict[str, str | None], *, max_shown: int, max_tokens: int | None = None
+                      ) -> StepResult[Chosen]:
+    """List the first ``max_shown`` candidates by name, ask which answer the question (``signature``: the method's
+    prompt with :class:`FilterChoice`, ``{"keep": [numbers]}``, as its reply).
 
     The caller orders ``candidates`` (e.g. :func:`rank_by_mention`) so that the ones shown are the likeliest; ``Chosen``
     says how many were shown of how many offered. A failed result (unreadable reply) carries ``Chosen`` with nothing
@@ -105,8 +106,7 @@ def choose_candidates(llm: ChatModel, prompts: PromptBook, prompt: str, question
     """
     shown = list(candidates[:max_shown])
     listing = "\n".join(f"{i}. {names.get(e) or e}" for i, e in enumerate(shown, start=1))
-    reply = ask_reply(llm, prompts, prompt, FilterChoice, step=step, max_tokens=max_tokens, question=question,
-                      candidates=listing)
+    reply = ask_reply(llm, signature, max_tokens=max_tokens, question=question, candidates=listing)
     if not reply.ok or reply.value is None:
         return StepResult.failed(reply.failure or "no choice", Chosen([], len(shown), len(candidates)))
     kept = [shown[i - 1] for i in dict.fromkeys(reply.value.keep) if 1 <= i <= len(shown)]

@@ -22,7 +22,7 @@ from kgqa.steps.reply import StepResult, ask_reply
 if TYPE_CHECKING:
     from kgqa.core import MethodContext, Question, TopicEntity, Trace
     from kgqa.llm.base import ChatModel
-    from kgqa.llm.prompts import PromptBook
+    from kgqa.llm.prompts import Signature
     from kgqa.text.base import Embedder
 
 
@@ -67,16 +67,18 @@ def resolve_entity_scorer(choice: str, llm: str | None) -> EntityScorer:
 
 
 def topics_in_kg(question: Question, ctx: MethodContext, method: str) -> tuple[list[TopicEntity], str | None]:
-    """The question's topic entities the KG has, with a ``start`` trace event; the second value is why the method
-    must answer without the KG (no topic in it, or the KG failed while checking), else None."""
+    """The question's topic entities the KG has (also recorded as ``ctx.topics``, which the prediction carries), with
+    a ``start`` trace event; the second value is why the method must answer without the KG (no topic in it, or the KG
+    failed while checking), else None."""
     from kgqa.errors import KGError
 
     try:
         present = [t for t in question.topic_entities if ctx.kg.has_entity(t.id)]
     except KGError as exc:
         ctx.trace.add("start", method=method, topics=[], error=f"{type(exc).__name__}: {exc}")
-        return [], f"the KG failed while checking the topics: {exc}"
-    ctx.trace.add("start", method=method, topics=[t.id for t in present],
+        return [], f"the KG failed while checking the topics: {type(exc).__name__}: {exc}"
+    ctx.topics = [t.id for t in present]
+    ctx.trace.add("start", method=method, topics=list(ctx.topics),
                   missing_topics=[t.id for t in question.topic_entities if t not in present])
     return present, None if present else "no topic entity of the question is in the KG"
 
@@ -89,19 +91,20 @@ class EntityPruner:
     """
 
     def __init__(self, kind: EntityScorer, *, top_k: int, llm: ChatModel | None = None,
-                 embedder: Embedder | None = None, prompts: PromptBook | None = None,
-                 prompt: str = "prune_entities", step: str = "prune_entities", max_tokens: int | None = None,
-                 temperature: float | None = None, seed: int | None = None) -> None:
+                 embedder: Embedder | None = None, signature: Signature | None = None, step: str = "prune_entities",
+                 max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None) -> None:
         if kind not in ("embedding", "bm25", "llm"):
             raise ConfigError(f"entity pruner {kind!r} is not one of embedding, bm25, llm")
         if top_k < 1:
             raise ConfigError(f"entity pruning needs top_k >= 1, got {top_k}")
-        if kind == "llm" and (llm is None or prompts is None):
-            raise ConfigError("entity pruner 'llm' needs a chat model and a prompt book")
+        if kind == "llm" and (llm is None or signature is None):
+            raise ConfigError("entity pruner 'llm' needs a chat model and the method's entity-scoring prompt")
         if kind == "embedding" and embedder is None:
             raise ConfigError("entity pruner 'embedding' needs an embedder (e.g. --embedder minilm)")
         self.kind, self.top_k, self.llm, self.embedder = kind, top_k, llm, embedder
-        self.prompts, self.prompt, self.step = prompts, prompt, step
+        # the calling method's prompt with EntityScores as its reply; its step names the trace event
+        self.signature = signature
+        self.step = signature.step if signature is not None else step
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
 
     def prune(self, question: str, candidates: Sequence[Candidate], *, trace: Trace | None = None,
@@ -135,9 +138,9 @@ class EntityPruner:
 
     def _llm_scores(self, question: str, named: list[Candidate], prompt_vars: dict[str, str]
                     ) -> StepResult[list[ScoredEntity]]:
-        assert self.llm is not None and self.prompts is not None
+        assert self.llm is not None and self.signature is not None
         listing = "\n".join(f"{i}. {c.name}" for i, c in enumerate(named, start=1))
-        reply = ask_reply(self.llm, self.prompts, self.prompt, EntityScores, step=self.step, question=question,
+        reply = ask_reply(self.llm, self.signature, question=question,
                           candidates=listing, top_k=str(self.top_k), max_tokens=self.max_tokens,
                           temperature=self.temperature, seed=self.seed, **prompt_vars)
         if not reply.ok or reply.value is None:

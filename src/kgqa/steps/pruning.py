@@ -5,7 +5,8 @@ One choice object, :class:`PruningConfig`, names the scorer for every method tha
 * ``llm``: the LLM selects the top k (the CoR/CCoR papers' step: semantic alignment with the question, consistency with
   the chain so far, goal proximity). It is asked for the k best relation *names* (``{"relations": [...]}``), so the
   reply is a few dozen tokens however long the list; a name that is not on the list is ignored. Its prompt belongs to
-  the calling method (``prompt`` names an entry of the method's prompt book), so each method keeps its own wording.
+  the calling method (a :class:`~kgqa.llm.prompts.Signature` pairing the method's prompt with :class:`RelationChoice`),
+  so each method keeps its own wording.
 * ``embedding``: cosine similarity between the question and the relation's words (no LLM call). Only semantic alignment
   is modelled; consistency and goal proximity are left to the reasoning step.
 * ``hybrid``: the ``llm`` scorer whose list is always ordered, and cut to ``prefilter``, by the embedder (so it needs
@@ -48,7 +49,7 @@ from kgqa.steps.reply import StepResult
 if TYPE_CHECKING:
     from kgqa.core import Trace
     from kgqa.llm.base import ChatModel
-    from kgqa.llm.prompts import PromptBook
+    from kgqa.llm.prompts import Signature
     from kgqa.text.base import Embedder
 
 PrunerKind = Literal["llm", "embedding", "hybrid"]
@@ -183,18 +184,19 @@ class RelationPruner:
     """Keeps the top k candidates, best first. Ties keep the KG's order, so runs repeat."""
 
     def __init__(self, config: PruningConfig, *, llm: ChatModel | None = None, embedder: Embedder | None = None,
-                 prompts: PromptBook | None = None, prompt: str = "prune_relations", step: str = "prune",
-                 temperature: float | None = None, seed: int | None = None) -> None:
-        if config.kind in ("llm", "hybrid") and (llm is None or prompts is None):
-            raise ConfigError(f"relation pruner {config.kind!r} needs a chat model and a prompt book")
+                 signature: Signature | None = None, step: str = "prune", temperature: float | None = None,
+                 seed: int | None = None) -> None:
+        if config.kind in ("llm", "hybrid") and (llm is None or signature is None):
+            raise ConfigError(f"relation pruner {config.kind!r} needs a chat model and the method's pruning prompt")
         if config.kind in ("embedding", "hybrid") and embedder is None:
             raise ConfigError(f"relation pruner {config.kind!r} needs an embedder (e.g. --embedder minilm)")
         self.config = config
         self.llm = llm
         self.embedder = embedder
-        self.prompts = prompts
-        self.prompt = prompt
-        self.step = step
+        #: the calling method's pruning prompt with :class:`RelationChoice` as its reply (its step names the trace
+        #: event; without one, ``step`` does)
+        self.signature = signature
+        self.step = signature.step if signature is not None else step
         #: Sampling of the LLM scorer (None: the backend's default, temperature 0); ToG explores at 0.4, seeded.
         self.temperature = temperature
         self.seed = seed
@@ -248,7 +250,7 @@ class RelationPruner:
                     prompt_vars: dict[str, str], event: dict[str, Any]) -> StepResult[list[ScoredHop]]:
         from kgqa.steps.reply import ask_reply
 
-        assert self.llm is not None and self.prompts is not None
+        assert self.llm is not None and self.signature is not None
         k = self.config.top_k
         ranking: list[ScoredHop] | None = None
         shown = pool
@@ -258,8 +260,7 @@ class RelationPruner:
             event["prefilter"] = self.similarity
         event["shown"] = len(shown)
         listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(shown, start=1))
-        reply = ask_reply(self.llm, self.prompts, self.prompt, RelationChoice, step=self.step,
-                          max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
+        reply = ask_reply(self.llm, self.signature, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
                           question=question, chain=describe_chain(topic_names, chain),
                           candidates=listing, top_k=str(k), **prompt_vars)
         picked: list[Hop] = []

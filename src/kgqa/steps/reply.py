@@ -10,14 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel
-
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
-    from kgqa.llm.prompts import PromptBook
+    from kgqa.llm.prompts import Signature
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +43,10 @@ class StepResult(Generic[T]):
         return self.value
 
 
-def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M], *, step: str,
-              max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
-              salvage: bool = True, **variables: Any) -> StepResult[M]:
-    """Render ``prompt`` of ``prompts`` with ``variables``, ask ``llm`` for JSON matching ``schema`` (one re-ask).
+def ask_reply(llm: ChatModel, signature: Signature, *, max_tokens: int | None = None, temperature: float | None = None,
+              seed: int | None = None, salvage: bool = True, **inputs: Any) -> StepResult[Any]:
+    """Render ``signature``'s prompt with ``inputs``, ask ``llm`` for JSON matching its reply model (one re-ask),
+    accounted under its step.
 
     ``max_tokens`` is the reply budget of this step (the first ask and the re-ask); ``None`` leaves the backend's
     default (512). Budget what the schema needs, so a small model that rambles is stopped early: a list of k relation
@@ -76,8 +73,9 @@ def ask_reply(llm: ChatModel, prompts: PromptBook, prompt: str, schema: type[M],
     if seed is not None:
         params["seed"] = seed
     try:
-        messages = prompts.messages(prompt, **variables)
-        return StepResult.success(ask_json(llm, messages, schema, step=step, salvage=salvage, **params))
+        messages = signature.messages(**inputs)
+        return StepResult.success(ask_json(llm, messages, signature.reply, step=signature.step, salvage=salvage,
+                                           **params))
     except StructuredOutputError as exc:
         return StepResult.failed(str(exc))
 

@@ -67,7 +67,7 @@ from pydantic import Field
 
 from kgqa.llm.prompts import PromptBook
 from kgqa.methods.base import MethodConfig
-from kgqa.methods.chain_body import ChainMethod, CoRConfig
+from kgqa.methods.chain_body import ChainMethod, CoRConfig, chain_signatures
 from kgqa.methods.registry import register_method
 
 PROMPTS = PromptBook.for_package("kgqa.methods.ccor")
@@ -87,6 +87,7 @@ class CCoR(ChainMethod):
     summary = "Compositional Chain-of-Relations: relation-centric main chain + constraint chain executed on the KG"
     Config: ClassVar[type[MethodConfig]] = CCoRConfig
     prompts: ClassVar[PromptBook] = PROMPTS
+    signatures = chain_signatures(PROMPTS, "ccor").all()
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
@@ -100,3 +101,4 @@ class CoR(CCoR):
     name = "cor"
     summary = "Chain-of-Relations: CCoR's ablation without the constraint chain (constraints by LLM filtering)"
     Config = CoRConfig
+    signatures = chain_signatures(PROMPTS, "cor").all()

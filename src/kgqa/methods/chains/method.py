@@ -60,16 +60,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain, is_literal, literal_value
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, MethodConfig, Needs
-from kgqa.methods.chain_body import ChainMethod, CoRConfig
+from kgqa.methods.chain_body import ChainDetails, ChainMethod, CoRConfig, chain_signatures
 from kgqa.methods.chains.steering import ChainSteering, ForesightPruner, verify_hop
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import presentable
@@ -93,6 +93,26 @@ _CONSTRAINT_CUE = re.compile(r"\b(1[5-9]\d\d|20\d\d|first|last|latest|earliest|o
 
 class SubGoals(Reply):
     sub_questions: list[str] = Field(min_length=1)
+
+
+DECOMPOSE = Signature(PROMPTS, "decompose", SubGoals, "chains.decompose")
+
+
+class HopReading(BaseModel):
+    """The scorer's reading of one judged main-chain hop, its verification against the hop's sub-goal, and the
+    judgement."""
+
+    chain: str
+    arrival: float
+    onward: float
+    per_hop: list[float] = Field(default_factory=list)
+    verified: float | None = None
+    sub_goal: str | None = None
+    action: str = ""
+
+
+class ChainsDetails(ChainDetails):
+    hops: list[HopReading] = Field(default_factory=list)
 
 
 class ChainsConfig(CoRConfig):
@@ -171,6 +191,8 @@ class Chains(ChainMethod):
     summary = "Composite: CCoR's relation chains steered by FoG's trained scorer, each hop verified as VoG does"
     Config: ClassVar[type[MethodConfig]] = ChainsConfig
     prompts: ClassVar[PromptBook] = PROMPTS
+    signatures = (DECOMPOSE, *chain_signatures(PROMPTS, "chains").all())
+    Details = ChainsDetails
     config: ChainsConfig
     # MetaQA's "share actors with" walks movie -> actor -> the actor's other movies: back along the same relation.
     walk_back: ClassVar[bool] = True
@@ -228,8 +250,7 @@ class Chains(ChainMethod):
         if not wanted or ctx.llm is None:
             return [question.text]
         try:
-            reply = ask_reply(ctx.llm, self.prompts, "decompose", SubGoals, step="chains.decompose",
-                              max_tokens=cfg.decompose_tokens, question=question.text,
+            reply = ask_reply(ctx.llm, DECOMPOSE, max_tokens=cfg.decompose_tokens, question=question.text,
                               max_sub_questions=cfg.max_sub_questions)
         except LLMError as exc:
             ctx.trace.add("chains.decompose", ok=False, failure=f"{type(exc).__name__}: {exc}")
@@ -290,8 +311,9 @@ class Chains(ChainMethod):
             action, reason = Action.FORWARD, "the chain ends on nameless mediator nodes"
         event.update(action=action.value)
         ctx.trace.add("chains.hop", **event)
-        ctx.trace.add("main.judge_audit", claim=action in (Action.STOP, Action.CONSTRAINT), nodes=reached.entities,
-                      iteration=sum(1 for e in ctx.trace if e.get("step") == "main.judge_audit"))
+        self.account(ctx).hops.append(HopReading(**{k: v for k, v in event.items()
+                                              if k in HopReading.model_fields}))
+        self._note_claim(ctx, action, reached.entities)
         return Judgement(action, reason)
 
     def _execute(self, ctx: MethodContext, topics: list[str], chain: Chain) -> Any:
@@ -390,12 +412,10 @@ class Chains(ChainMethod):
     def explain(self, prediction: Prediction) -> Explanation:
         """CCoR's chains and fallbacks, plus the scorer's numbers and the verification at each judged hop."""
         base = super().explain(prediction)
-        hops = [e for e in prediction.trace if e.get("step") == "chains.hop"]
+        hops = self.details_of(prediction).hops
         lines = list(base.lines)
-        for e in hops:
-            check = f", verified {e['verified']} against {e.get('sub_goal')!r}" if e.get("verified") is not None else ""
-            lines.append(f"hop {e.get('chain')}: arrival {e.get('arrival')}, onward {e.get('onward')}, per hop "
-                         f"{e.get('per_hop')}{check} -> {e.get('action')}")
-        fields = {**base.fields, "hops": [{k: e.get(k) for k in ("chain", "arrival", "onward", "per_hop", "verified",
-                                                                 "sub_goal", "action")} for e in hops]}
-        return Explanation(fields=fields, lines=lines)
+        for hop in hops:
+            check = f", verified {hop.verified} against {hop.sub_goal!r}" if hop.verified is not None else ""
+            lines.append(f"hop {hop.chain}: arrival {hop.arrival}, onward {hop.onward}, per hop {hop.per_hop}{check} "
+                         f"-> {hop.action}")
+        return Explanation(fields={**base.fields, "hops": [hop.model_dump() for hop in hops]}, lines=lines)

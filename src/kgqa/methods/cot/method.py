@@ -19,7 +19,7 @@ answer, not a failed question); the trace keeps the reason. Backend errors propa
 from __future__ import annotations
 
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.llm_only import ParametricPrompting, budgeted_config
+from kgqa.methods.llm_only import ParametricPrompting, ReasonedAnswer, budgeted_config, parametric_signatures
 from kgqa.methods.registry import register_method
 
 
@@ -30,7 +30,6 @@ class CoTPrompting(ParametricPrompting):
 
     name = "cot"
     summary = "Chain-of-thought prompting: the LLM reasons step by step, then answers, no KG"
-    reasoning = True
-    prompts = PromptBook.for_package("kgqa.methods.cot")
+    signatures = parametric_signatures(PromptBook.for_package("kgqa.methods.cot"), "cot", ReasonedAnswer)
     # A few sentences of reasoning, then the list of names.
     Config = budgeted_config("CoTConfig", answer_tokens=384)

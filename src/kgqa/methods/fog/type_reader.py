@@ -9,8 +9,8 @@ labels (a question in its own wording weighing ``--question-weight`` against a c
 plus every template of a template file once. It replaces only the answer head's probabilities; the topic
 head, the types and the junctions stay as trained (and the triple scorer keeps its frozen encoder, as the paper's).
 
-Measured on the reworded dev splits (docs/fog.md, the seventeenth session). Seeded; the copy is saved beside
-``answer_types.json`` (``reader/``) and loaded when first read.
+Measured on the reworded dev splits (docs/fog.md). Seeded; the copy is saved beside ``answer_types.json``
+(``reader/``) and loaded when first read.
 """
 
 from __future__ import annotations

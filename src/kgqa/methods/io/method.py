@@ -18,7 +18,7 @@ trace keeps the reason. Errors of the model backend itself propagate, and the ru
 from __future__ import annotations
 
 from kgqa.llm.prompts import PromptBook
-from kgqa.methods.llm_only import ParametricPrompting, budgeted_config
+from kgqa.methods.llm_only import DirectAnswer, ParametricPrompting, budgeted_config, parametric_signatures
 from kgqa.methods.registry import register_method
 
 
@@ -29,7 +29,6 @@ class IOPrompting(ParametricPrompting):
 
     name = "io"
     summary = "IO prompting: the LLM answers from its own knowledge in one call, no KG"
-    reasoning = False
-    prompts = PromptBook.for_package("kgqa.methods.io")
+    signatures = parametric_signatures(PromptBook.for_package("kgqa.methods.io"), "io", DirectAnswer)
     # About 20 short names fit in 128 tokens.
     Config = budgeted_config("IOConfig", answer_tokens=128)

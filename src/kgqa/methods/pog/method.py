@@ -36,20 +36,28 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import Sufficiency, answer_alone
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone
 from kgqa.methods.registry import register_method
-from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
+from kgqa.steps.entities import (
+    Candidate,
+    EntityPruner,
+    EntityScorerChoice,
+    EntityScores,
+    resolve_entity_scorer,
+    topics_in_kg,
+)
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
+    RelationChoice,
     RelationPruner,
     pruner_needs_embedder,
     resolve_pruner,
@@ -88,6 +96,39 @@ class Reflection(Reply):
     action: Literal["continue", "add", "backtrack"]
     entities: list[str] = Field(default_factory=list, description="labels such as A1 or B2 of the entities chosen")
     reason: str = ""
+
+
+DECOMPOSE = Signature(PROMPTS, "decompose", SubObjectives, "pog.decompose")
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "pog.relations")
+ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "pog.entities")
+UPDATE_MEMORY = Signature(PROMPTS, "update_memory", Memory, "pog.memory")
+REASON = Signature(PROMPTS, "reason", Sufficiency, "pog.reason")
+REFLECT = Signature(PROMPTS, "reflect", Reflection, "pog.reflect")
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "pog.generate")
+
+
+class PoGRound(BaseModel):
+    """One exploration round: the candidates and the triples selected, then the memory, the reasoning's verdict and
+    the reflection's choice."""
+
+    round: int
+    candidates: int = 0
+    selected: list[str] = Field(default_factory=list)
+    memory: str | None = None
+    sufficient: bool | None = None
+    reason: str = ""
+    reflection: str | None = None
+    reflected_on: list[str] = Field(default_factory=list)
+
+
+class PoGDetails(MethodDetails):
+    subobjectives: list[str] = Field(default_factory=list)
+    rounds: list[PoGRound] = Field(default_factory=list)
+    fallback: str | None = None
+
+    def round(self, number: int) -> PoGRound:
+        """The account of round ``number``, made by its first step."""
+        return self.round_of(self.rounds, number, PoGRound)
 
 
 class PoGConfig(MethodConfig):
@@ -129,6 +170,8 @@ class PoG(KGQAMethod):
     name = "pog"
     summary = "Plan-on-Graph: sub-objectives, relation and entity pruning, memory, reasoning and reflection"
     Config: ClassVar[type[MethodConfig]] = PoGConfig
+    Details = PoGDetails
+    signatures = (DECOMPOSE, RELATIONS, ENTITIES, UPDATE_MEMORY, REASON, REFLECT, GENERATE)
     config: PoGConfig
 
     def needs(self, llm: str | None = None) -> Needs:
@@ -137,6 +180,7 @@ class PoG(KGQAMethod):
         return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        ctx.details = PoGDetails()
         topics, cause = topics_in_kg(question, ctx, self.name)
         if cause is not None:
             return self._direct(question, ctx, cause)
@@ -154,11 +198,10 @@ class PoG(KGQAMethod):
         relations = RelationPruner(
             PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
                           prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
-            llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="pog.relations", temperature=cfg.temperature,
-            seed=ctx.seed)
+            llm=ctx.llm, embedder=ctx.embedder, signature=RELATIONS, temperature=cfg.temperature, seed=ctx.seed)
         entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
-                                embedder=ctx.embedder, prompts=PROMPTS, step="pog.entities",
-                                max_tokens=cfg.entity_tokens, temperature=cfg.temperature, seed=ctx.seed)
+                                embedder=ctx.embedder, signature=ENTITIES, max_tokens=cfg.entity_tokens,
+                                temperature=cfg.temperature, seed=ctx.seed)
         goals = _numbered(subobjectives)
         memory = "(empty)"
         gathered: list[WalkPath] = []  # every path selected in any round
@@ -196,11 +239,11 @@ class PoG(KGQAMethod):
         return self._direct(question, ctx, f"{cfg.max_rounds} rounds without sufficient knowledge")
 
     def _decompose(self, question: Question, ctx: MethodContext) -> list[str]:
-        reply = ask_reply(ctx.llm, PROMPTS, "decompose", SubObjectives, step="pog.decompose",
-                          max_tokens=self.config.decompose_tokens, temperature=self.config.temperature,
+        reply = ask_reply(ctx.llm, DECOMPOSE, max_tokens=self.config.decompose_tokens, temperature=self.config.temperature,
                           seed=ctx.seed, question=question.text)
         goals = [s.strip() for s in (reply.value.subobjectives if reply.ok and reply.value else []) if s.strip()][:5]
         event = ctx.trace.add("pog.decompose", subobjectives=goals)
+        self.account(ctx).subobjectives = list(goals)
         if not goals:
             event["failure"] = reply.failure or "no sub-objective"
             goals = [question.text]  # the question itself is the one objective
@@ -242,18 +285,19 @@ class PoG(KGQAMethod):
             kept_ids = [e.id for e in result.value or []]
         selected = [candidates[n] for n in [*kept_ids, *nameless]]
         left_out = [candidates[n] for n in shown if n not in kept_ids]
+        account = self.account(ctx).round(round_no)
+        account.candidates, account.selected = len(nodes), verbalize_triples(kg, [p.triples[-1] for p in selected])
         ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(nodes),
                       prefiltered=len(shown) if len(named) > cfg.prefilter_entities else None,
-                      selected=verbalize_triples(kg, [p.triples[-1] for p in selected]), left_out=len(left_out))
+                      selected=account.selected, left_out=len(left_out))
         return selected, left_out
 
     def _update_memory(self, question: Question, ctx: MethodContext, goals: list[str], memory: str,
                        gathered: list[WalkPath], round_no: int) -> str:
         lines, _ = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
-        reply = ask_reply(ctx.llm, PROMPTS, "update_memory", Memory, step="pog.memory",
-                          max_tokens=self.config.memory_tokens, temperature=self.config.temperature, seed=ctx.seed,
-                          question=question.text, subobjectives=_numbered(goals), memory=memory,
-                          triples="\n".join(lines))
+        reply = ask_reply(ctx.llm, UPDATE_MEMORY, max_tokens=self.config.memory_tokens,
+                          temperature=self.config.temperature, seed=ctx.seed, question=question.text,
+                          subobjectives=_numbered(goals), memory=memory, triples="\n".join(lines))
         event = ctx.trace.add("pog.memory", round=round_no)
         if not reply.ok or reply.value is None:
             event["failure"] = reply.failure
@@ -263,19 +307,22 @@ class PoG(KGQAMethod):
         if reply.value.known.strip():
             text += f"\nKnown: {reply.value.known.strip()}"
         event["memory"] = text
+        self.account(ctx).round(round_no).memory = text
         return text
 
     def _reason(self, question: Question, ctx: MethodContext, memory: str, gathered: list[WalkPath],
                 round_no: int) -> Prediction | None:
         lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
-        reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="pog.reason",
-                          max_tokens=self.config.reason_tokens, temperature=self.config.temperature, seed=ctx.seed,
-                          question=question.text, memory=memory, triples="\n".join(lines))
+        reply = ask_reply(ctx.llm, REASON, max_tokens=self.config.reason_tokens, temperature=self.config.temperature,
+                          seed=ctx.seed, question=question.text, memory=memory, triples="\n".join(lines))
         event = ctx.trace.add("pog.reason", round=round_no)
+        account = self.account(ctx).round(round_no)
         if not reply.ok or reply.value is None:
             event.update(sufficient=False, failure=reply.failure)
+            account.sufficient = False
             return None
         event.update(sufficient=reply.value.sufficient, answers=reply.value.answers, reason=reply.value.reason)
+        account.sufficient, account.reason = reply.value.sufficient, reply.value.reason
         if not reply.value.sufficient or not reply.value.answers:
             return None
         items = link_answers(ctx.kg, reply.value.answers, nodes)[: self.config.max_answers]
@@ -295,12 +342,13 @@ class PoG(KGQAMethod):
         def listing(prefix: str, paths: list[WalkPath]) -> str:
             return "\n".join(f"{prefix}{i}. {node_label(p.end, names)}" for i, p in enumerate(paths, start=1)) or "(none)"
 
-        reply = ask_reply(ctx.llm, PROMPTS, "reflect", Reflection, step="pog.reflect",
-                          max_tokens=cfg.reflect_tokens, temperature=cfg.temperature, seed=ctx.seed,
+        reply = ask_reply(ctx.llm, REFLECT, max_tokens=cfg.reflect_tokens, temperature=cfg.temperature, seed=ctx.seed,
                           question=question.text, subobjectives=goals, memory=memory,
                           current=", ".join(node_label(p.end, names) for p in selected),
                           left_out=listing("A", add), earlier=listing("B", back))
         event = ctx.trace.add("pog.reflect", round=round_no)
+        account = self.account(ctx).round(round_no)
+        account.reflection = "continue"
         if not reply.ok or reply.value is None:
             event.update(action="continue", failure=reply.failure)
             return "continue", []
@@ -312,32 +360,28 @@ class PoG(KGQAMethod):
             event.update(action="continue", asked=action, ignored=reply.value.entities[:5], reason=reply.value.reason)
             return "continue", []
         event.update(action=action, entities=[p.end for p in chosen], reason=reply.value.reason)
+        account.reflection, account.reflected_on = action, [p.end for p in chosen]
         return action, chosen
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        return answer_alone(question, ctx, PROMPTS, cause=cause, step="pog.generate",
-                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
+        self.account(ctx).fallback = cause
+        return answer_alone(question, ctx, GENERATE, cause=cause, max_tokens=self.config.answer_tokens,
+                            max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
-        lines: list[str] = []
-        fields: dict[str, Any] = {"rounds": []}
-        for event in prediction.trace:
-            step = event.get("step")
-            if step == "pog.decompose":
-                lines.append("sub-objectives: " + "; ".join(event.get("subobjectives") or ["(none)"]))
-                fields["subobjectives"] = event.get("subobjectives")
-            elif step == "pog.round":
-                lines.append(f"round {event['round']}: {event['candidates']} candidates, kept "
-                             + "; ".join(event["selected"]))
-                fields["rounds"].append({"round": event["round"], "selected": event["selected"]})
-            elif step == "pog.memory" and event.get("memory"):
-                lines.append("memory: " + event["memory"].replace("\n", " "))
-            elif step == "pog.reason":
-                lines.append(f"reasoning: {'sufficient' if event.get('sufficient') else 'not sufficient'}"
-                             + (f" ({event['reason']})" if event.get("reason") else ""))
-            elif step == "pog.reflect":
-                lines.append(f"reflection: {event.get('action')}"
-                             + (f" {event['entities']}" if event.get("entities") else ""))
-            elif step == "fallback":
-                lines.append(f"fallback: {event.get('cause')}")
+        details: PoGDetails = self.details_of(prediction)
+        lines = ["sub-objectives: " + "; ".join(details.subobjectives or ["(none)"])]
+        for r in details.rounds:
+            lines.append(f"round {r.round}: {r.candidates} candidates, kept " + "; ".join(r.selected))
+            if r.memory:
+                lines.append("memory: " + r.memory.replace("\n", " "))
+            if r.sufficient is not None:
+                lines.append(f"reasoning: {'sufficient' if r.sufficient else 'not sufficient'}"
+                             + (f" ({r.reason})" if r.reason else ""))
+            if r.reflection is not None:
+                lines.append(f"reflection: {r.reflection}" + (f" {r.reflected_on}" if r.reflected_on else ""))
+        if details.fallback:
+            lines.append(f"fallback: {details.fallback}")
+        fields: dict[str, Any] = {"subobjectives": details.subobjectives,
+                                  "rounds": [{"round": r.round, "selected": r.selected} for r in details.rounds]}
         return Explanation(fields=fields, lines=lines)

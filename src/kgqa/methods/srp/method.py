@@ -45,20 +45,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from kgqa.core import Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
 from kgqa.kg.base import Direction, Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import answer_alone, generate_answers
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, generate_answers
 from kgqa.methods.registry import register_method
 from kgqa.methods.srp.trainer import TRAINERS
 from kgqa.steps.entities import topics_in_kg
-from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, resolve_pruner
+from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationChoice, RelationPruner, resolve_pruner
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
@@ -92,6 +92,37 @@ class Judgement(Reply):
     verdict: Literal["have_answer", "no_answer"]
     keep: list[int] = Field(default_factory=list, description="numbers of the sequences to keep")
     message: str = ""
+
+
+RELATION_CHECK = Signature(PROMPTS, "prune_relations", RelationChoice, "srp.relation_check")
+PLAN = Signature(PROMPTS, "plan", Plan, "srp.plan")
+JUDGE = Signature(PROMPTS, "judge", Judgement, "srp.judge")
+EDIT = Signature(PROMPTS, "edit", Plan, "srp.edit")
+ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "srp.answer")
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "srp.generate")
+
+
+class SRPRound(BaseModel):
+    """One round of the loop: the sequences instantiated, the judge's verdict and what the editor made of it."""
+
+    round: int
+    sequences: int = 0
+    error: str | None = None
+    verdict: str | None = None
+    kept: int = 0
+    message: str = ""
+    edited: list[list[str]] | None = None
+
+
+class SRPDetails(MethodDetails):
+    references: list[str] = Field(default_factory=list)
+    plan: list[list[str]] = Field(default_factory=list)
+    rounds: list[SRPRound] = Field(default_factory=list)
+    fallback: str | None = None
+
+    def round(self, number: int) -> SRPRound:
+        """The account of round ``number``, made by its first step."""
+        return self.round_of(self.rounds, number, SRPRound)
 
 
 class SRPConfig(MethodConfig):
@@ -139,6 +170,8 @@ class SRP(KGQAMethod):
     name = "srp"
     summary = "Self-Reflective Planning: references, relation check, path instantiation, a judge and an editor in a loop"
     Config: ClassVar[type[MethodConfig]] = SRPConfig
+    Details = SRPDetails
+    signatures = (RELATION_CHECK, PLAN, JUDGE, EDIT, ANSWER, GENERATE)
     trainers = TRAINERS
     config: SRPConfig
 
@@ -161,6 +194,7 @@ class SRP(KGQAMethod):
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         if ctx.embedder is None:
             raise ConfigError("srp needs an embedder (instantiation matches relations by BM25 + dense similarity)")
+        ctx.details = SRPDetails()
         topics, cause = topics_in_kg(question, ctx, self.name)
         if cause is not None:
             return self._direct(question, ctx, cause)
@@ -213,6 +247,7 @@ class SRP(KGQAMethod):
         found = self._base.nearest(question.text, self._embedder_for_references(ctx), k=self.config.k_references,
                                    exclude_ids=(question.id,), exclude_text=question.text)
         ctx.trace.add("srp.references", used=True, ids=[r.id for r in found])
+        self.account(ctx).references = [r.id for r in found]
         return "\n".join(f"Question: {r.question}\nPath: {r.path}\nAnswers: {', '.join(r.answers)}" for r in found)
 
     def _embedder_for_references(self, ctx: MethodContext) -> Any:
@@ -237,14 +272,14 @@ class SRP(KGQAMethod):
         kind = resolve_pruner(self.config.relation_scorer, getattr(ctx.llm, "name", None))
         pruner = RelationPruner(PruningConfig(kind=kind, top_k=self.config.relation_top_k,
                                               prefilter=max(self.config.prefilter, self.config.relation_top_k)),
-                                llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="srp.relation_check",
+                                llm=ctx.llm, embedder=ctx.embedder, signature=RELATION_CHECK,
                                 temperature=self.config.temperature, seed=ctx.seed)
         result = pruner.prune(question.text, topic_names, (), hops, trace=ctx.trace, references=references)
         return [describe_hop(s.hop) for s in result.value or []]
 
     def _plan(self, question: Question, ctx: MethodContext, topic_names: list[str], valuable: list[str],
               references: str) -> list[list[str]]:
-        reply = ask_reply(ctx.llm, PROMPTS, "plan", Plan, step="srp.plan", max_tokens=self.config.plan_tokens,
+        reply = ask_reply(ctx.llm, PLAN, max_tokens=self.config.plan_tokens,
                           temperature=self.config.temperature, seed=ctx.seed, question=question.text,
                           topics=", ".join(topic_names), relations=", ".join(valuable) or "(not checked)",
                           references=references)
@@ -253,6 +288,7 @@ class SRP(KGQAMethod):
         if not paths:
             event["failure"] = reply.failure or "no path"
             paths = [[v] for v in valuable[:1]]  # the best checked relation, so the loop has something to edit
+        self.account(ctx).plan = paths
         return paths
 
     def _instantiate(self, ctx: MethodContext, topics: list[str], paths: list[list[str]], step: int) -> _Instantiation:
@@ -298,15 +334,24 @@ class SRP(KGQAMethod):
             out.paths.extend(frontier)
         ctx.trace.add("srp.instantiate", round=step, paths=paths, matches=matches_log, sequences=len(out.paths),
                       truncated=out.truncated, error=out.error)
+        account = self.account(ctx).round(step)
+        account.sequences, account.error = len(out.paths), out.error
         return out
 
     def _judge(self, question: Question, ctx: MethodContext, shown: list[WalkPath], inst: _Instantiation,
                step: int) -> tuple[str, list[WalkPath], str]:
+        verdict, keep, message = self._verdict(question, ctx, shown, inst, step)
+        account = self.account(ctx).round(step)
+        account.verdict, account.kept, account.message = verdict, len(keep), message
+        return verdict, keep, message
+
+    def _verdict(self, question: Question, ctx: MethodContext, shown: list[WalkPath], inst: _Instantiation,
+                 step: int) -> tuple[str, list[WalkPath], str]:
         if not shown:
             message = inst.error or "no sequence was instantiated"
             ctx.trace.add("srp.judge", round=step, verdict="no_answer", message=message, kept=0, called=False)
             return "no_answer", [], message
-        reply = ask_reply(ctx.llm, PROMPTS, "judge", Judgement, step="srp.judge", max_tokens=self.config.judge_tokens,
+        reply = ask_reply(ctx.llm, JUDGE, max_tokens=self.config.judge_tokens,
                           temperature=self.config.temperature, seed=ctx.seed, question=question.text,
                           sequences=_sequences(ctx.kg, shown),
                           error=inst.error or "none")
@@ -328,12 +373,13 @@ class SRP(KGQAMethod):
         tails = inst.stop_nodes if inst.error else list(dict.fromkeys(p.end for p in kept))
         hops = list(dict.fromkeys(h for n in tails[:20] for h in entity_hops(ctx.kg, n)))
         relations = ", ".join(describe_hop(h) for h in hops[: self.config.prefilter]) or "(none)"
-        reply = ask_reply(ctx.llm, PROMPTS, "edit", Plan, step="srp.edit", max_tokens=self.config.edit_tokens,
+        reply = ask_reply(ctx.llm, EDIT, max_tokens=self.config.edit_tokens,
                           temperature=self.config.temperature, seed=ctx.seed, question=question.text,
                           topics=", ".join(topic_names), paths=_describe_paths(paths), message=message or "none",
                           relations=relations, references=references)
         edited = _clean_paths(reply.value.paths if reply.ok and reply.value else [])
         event = ctx.trace.add("srp.edit", round=step, message=message, offered=len(hops), paths=edited)
+        self.account(ctx).round(step).edited = edited
         if not edited:
             event["failure"] = reply.failure or "no path"
             return paths
@@ -345,8 +391,7 @@ class SRP(KGQAMethod):
         if not kept:
             return self._direct(question, ctx, "no sequence kept")
         try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "answer", question.text, reasoning=True,
-                                                  step="srp.answer", max_tokens=self.config.answer_tokens,
+            answers, reasoning = generate_answers(ctx.llm, ANSWER, question.text, max_tokens=self.config.answer_tokens,
                                                   sequences=_sequences(ctx.kg, kept))
         except StructuredOutputError as exc:
             answers, reasoning = [], f"unreadable reply: {exc}"
@@ -360,27 +405,23 @@ class SRP(KGQAMethod):
         return Prediction(answers=items, grounding=grounding, evidence=path_evidence(kept, ends))
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        return answer_alone(question, ctx, PROMPTS, cause=cause, step="srp.generate",
-                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
+        self.account(ctx).fallback = cause
+        return answer_alone(question, ctx, GENERATE, cause=cause, max_tokens=self.config.answer_tokens,
+                            max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
-        lines: list[str] = []
-        for event in prediction.trace:
-            step = event.get("step")
-            if step == "srp.references" and event.get("used"):
-                lines.append(f"references: {', '.join(event.get('ids') or [])}")
-            elif step == "srp.plan":
-                lines.append(f"plan: {_describe_paths(event.get('paths') or [])}")
-            elif step == "srp.instantiate":
-                lines.append(f"instantiated (round {event['round']}): {event['sequences']} sequences"
-                             + (f"; {event['error']}" if event.get("error") else ""))
-            elif step == "srp.judge":
-                lines.append(f"judge: {event['verdict']}, kept {event['kept']}"
-                             + (f" ({event['message']})" if event.get("message") else ""))
-            elif step == "srp.edit":
-                lines.append(f"edit: {_describe_paths(event.get('paths') or [])}")
-            elif step == "fallback":
-                lines.append(f"fallback: {event.get('cause')}")
+        details: SRPDetails = self.details_of(prediction)
+        lines = [f"references: {', '.join(details.references)}"] if details.references else []
+        if details.plan or details.rounds:
+            lines.append(f"plan: {_describe_paths(details.plan)}")
+        for r in details.rounds:
+            lines.append(f"instantiated (round {r.round}): {r.sequences} sequences" + (f"; {r.error}" if r.error else ""))
+            if r.verdict is not None:
+                lines.append(f"judge: {r.verdict}, kept {r.kept}" + (f" ({r.message})" if r.message else ""))
+            if r.edited is not None:
+                lines.append(f"edit: {_describe_paths(r.edited)}")
+        if details.fallback:
+            lines.append(f"fallback: {details.fallback}")
         return Explanation(fields={"edits": prediction.stats.get("edits")}, lines=lines)
 
 

@@ -40,18 +40,32 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import Sufficiency, answer_alone, generate_answers
+from kgqa.llm.prompts import PromptBook, Signature
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone, generate_answers
 from kgqa.methods.registry import register_method
-from kgqa.steps.entities import Candidate, EntityPruner, EntityScorerChoice, resolve_entity_scorer, topics_in_kg
-from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationPruner, pruner_needs_embedder, resolve_pruner
+from kgqa.steps.entities import (
+    Candidate,
+    EntityPruner,
+    EntityScorerChoice,
+    EntityScores,
+    resolve_entity_scorer,
+    topics_in_kg,
+)
+from kgqa.steps.pruning import (
+    PrunerChoice,
+    PruningConfig,
+    RelationChoice,
+    RelationPruner,
+    pruner_needs_embedder,
+    resolve_pruner,
+)
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
@@ -67,6 +81,42 @@ from kgqa.steps.walks import (
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "tog.relations")
+ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "tog.entities")
+REASON = Signature(PROMPTS, "reason", Sufficiency, "tog.reason")
+#: the half stop: the model answers from the triples gathered so far
+ANSWER_FROM_TRIPLES = Signature(PROMPTS, "answer_from_triples", ReasonedAnswer, "tog.answer")
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "tog.generate")
+
+
+class KeptPath(BaseModel):
+    path: list[str]
+    score: float
+
+
+class Beam(BaseModel):
+    """One depth of the beam search: how many candidate paths there were and the ones kept, best first."""
+
+    depth: int
+    candidates: int
+    kept: list[KeptPath] = Field(default_factory=list)
+
+
+class Reasoning(BaseModel):
+    """One reasoning step: whether the triples gathered suffice (and why), or why its reply could not be read."""
+
+    depth: int
+    sufficient: bool = False
+    reason: str = ""
+    failure: str | None = None
+
+
+class ToGDetails(MethodDetails):
+    beams: list[Beam] = Field(default_factory=list)
+    reasoning: list[Reasoning] = Field(default_factory=list)
+    #: why the search stopped short of an answer: a half stop (answered from the triples gathered) or the fallback
+    half_stop: str | None = None
+    fallback: str | None = None
 
 
 class ToGConfig(MethodConfig):
@@ -110,6 +160,8 @@ class ToG(KGQAMethod):
     name = "tog"
     summary = "Think-on-Graph: LLM-guided beam search over the KG (relation and entity exploration, then reasoning)"
     Config: ClassVar[type[MethodConfig]] = ToGConfig
+    Details = ToGDetails
+    signatures = (RELATIONS, ENTITIES, REASON, ANSWER_FROM_TRIPLES, GENERATE)
     config: ToGConfig
 
     def needs(self, llm: str | None = None) -> Needs:
@@ -121,6 +173,7 @@ class ToG(KGQAMethod):
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         cfg = self.config
+        ctx.details = details = ToGDetails()
         topics, cause = topics_in_kg(question, ctx, self.name)
         if cause is not None:
             return self._direct(question, ctx, cause)
@@ -128,11 +181,11 @@ class ToG(KGQAMethod):
         relations = RelationPruner(
             PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
                           prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
-            llm=ctx.llm, embedder=ctx.embedder, prompts=PROMPTS, step="tog.relations",
-            temperature=cfg.explore_temperature, seed=ctx.seed)
+            llm=ctx.llm, embedder=ctx.embedder, signature=RELATIONS, temperature=cfg.explore_temperature,
+            seed=ctx.seed)
         entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.retain, llm=ctx.llm,
-                                embedder=ctx.embedder, prompts=PROMPTS, step="tog.entities",
-                                max_tokens=cfg.entity_tokens, temperature=cfg.explore_temperature, seed=ctx.seed)
+                                embedder=ctx.embedder, signature=ENTITIES, max_tokens=cfg.entity_tokens,
+                                temperature=cfg.explore_temperature, seed=ctx.seed)
         rng = random.Random(f"tog:{ctx.seed}:{question.id}")
         beam = [WalkPath.start(t.id) for t in topics]
         gathered: list[WalkPath] = []  # every path kept at every depth (ToG's cluster chains)
@@ -141,14 +194,17 @@ class ToG(KGQAMethod):
                 candidates = self._explore(question, ctx, beam, relations, entities, rng, depth)
                 if not candidates:
                     ctx.trace.add("tog.half_stop", depth=depth, cause="no candidate entity left")
+                    details.half_stop = f"no candidate entity left at depth {depth}"
                     return self._from_triples(question, ctx, gathered, "no candidate entity left at depth "
                                                                        f"{depth}")
                 candidates.sort(key=lambda c: -c.score)  # stable: ties keep the exploration order
                 beam = [c.path for c in candidates[: cfg.width]]
                 gathered.extend(beam)
-                ctx.trace.add("tog.beam", depth=depth, candidates=len(candidates), kept=[
-                    {"path": verbalize_triples(ctx.kg, list(c.path.triples)), "score": round(c.score, 4)}
+                kept = Beam(depth=depth, candidates=len(candidates), kept=[
+                    KeptPath(path=verbalize_triples(ctx.kg, list(c.path.triples)), score=round(c.score, 4))
                     for c in candidates[: cfg.width]])
+                ctx.trace.add("tog.beam", **kept.model_dump())
+                details.beams.append(kept)
                 done = self._reason(question, ctx, gathered, depth)
                 if done is not None:
                     return done
@@ -215,15 +271,17 @@ class ToG(KGQAMethod):
 
     def _reason(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], depth: int) -> Prediction | None:
         lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
-        reply = ask_reply(ctx.llm, PROMPTS, "reason", Sufficiency, step="tog.reason",
-                          max_tokens=self.config.reason_tokens, temperature=self.config.reason_temperature,
+        reply = ask_reply(ctx.llm, REASON, max_tokens=self.config.reason_tokens, temperature=self.config.reason_temperature,
                           question=question.text, triples="\n".join(lines))
         event = ctx.trace.add("tog.reason", depth=depth, triples=len(lines))
+        details: ToGDetails = self.account(ctx)
         if not reply.ok or reply.value is None:
             event["failure"] = reply.failure
             event["sufficient"] = False
+            details.reasoning.append(Reasoning(depth=depth, failure=reply.failure))
             return None
         event.update(sufficient=reply.value.sufficient, answers=reply.value.answers, reason=reply.value.reason)
+        details.reasoning.append(Reasoning(depth=depth, sufficient=reply.value.sufficient, reason=reply.value.reason))
         if not reply.value.sufficient or not reply.value.answers:
             return None
         return self._prediction(ctx, reply.value.answers, gathered, nodes, "reasoning")
@@ -236,8 +294,7 @@ class ToG(KGQAMethod):
         from kgqa.llm.structured import StructuredOutputError
 
         try:
-            answers, reasoning = generate_answers(ctx.llm, PROMPTS, "answer_from_triples", question.text,
-                                                  reasoning=True, step="tog.answer",
+            answers, reasoning = generate_answers(ctx.llm, ANSWER_FROM_TRIPLES, question.text,
                                                   max_tokens=self.config.answer_tokens, triples="\n".join(lines))
         except StructuredOutputError as exc:
             answers, reasoning = [], f"unreadable reply: {exc}"
@@ -254,21 +311,23 @@ class ToG(KGQAMethod):
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         """ToG's fallback: the LLM alone (grounding ``parametric``)."""
-        return answer_alone(question, ctx, PROMPTS, cause=cause, step="tog.generate",
-                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
+        self.account(ctx).fallback = cause
+        return answer_alone(question, ctx, GENERATE, cause=cause, max_tokens=self.config.answer_tokens,
+                            max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
+        details: ToGDetails = self.details_of(prediction)
         lines: list[str] = []
-        beams = [e for e in prediction.trace if e.get("step") == "tog.beam"]
-        for event in beams:
-            lines.append(f"depth {event['depth']}: {event['candidates']} candidates, kept")
-            lines += [f"  {k['score']:.3f}  " + " -> ".join(k["path"]) for k in event["kept"]]
-        for event in prediction.trace:
-            if event.get("step") == "tog.reason":
-                verdict = "sufficient" if event.get("sufficient") else "not sufficient"
-                lines.append(f"reasoning at depth {event['depth']}: {verdict}"
-                             + (f" ({event['reason']})" if event.get("reason") else "")
-                             + (f" [unreadable: {event['failure']}]" if event.get("failure") else ""))
-            elif event.get("step") in ("fallback", "tog.half_stop"):
-                lines.append(f"{event['step']}: {event.get('cause')}")
-        return Explanation(fields={"beams": [{"depth": e["depth"], "kept": e["kept"]} for e in beams]}, lines=lines)
+        for beam in details.beams:
+            lines.append(f"depth {beam.depth}: {beam.candidates} candidates, kept")
+            lines += [f"  {k.score:.3f}  " + " -> ".join(k.path) for k in beam.kept]
+        for step in details.reasoning:
+            lines.append(f"reasoning at depth {step.depth}: {'sufficient' if step.sufficient else 'not sufficient'}"
+                         + (f" ({step.reason})" if step.reason else "")
+                         + (f" [unreadable: {step.failure}]" if step.failure else ""))
+        if details.half_stop:
+            lines.append(f"tog.half_stop: {details.half_stop}")
+        if details.fallback:
+            lines.append(f"fallback: {details.fallback}")
+        beams = [{"depth": b.depth, "kept": [k.model_dump() for k in b.kept]} for b in details.beams]
+        return Explanation(fields={"beams": beams}, lines=lines)

@@ -44,7 +44,7 @@ Where kgqa differs from the paper and its code, and why:
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -52,16 +52,17 @@ from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.errors import KGError
 from kgqa.kg.base import Hop, KnowledgeGraph
 from kgqa.llm.base import LLMError
-from kgqa.llm.prompts import PromptBook
+from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply, is_placeholder
-from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.llm_only import answer_alone, generate_answers
+from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
+from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, generate_answers
 from kgqa.methods.registry import register_method
-from kgqa.steps.answers import choose_candidates
+from kgqa.steps.answers import FilterChoice, choose_candidates
 from kgqa.steps.entities import resolve_entity_scorer, topics_in_kg
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
+    RelationChoice,
     RelationPruner,
     adaptive_width,
     resolve_pruner,
@@ -140,6 +141,52 @@ class Verification(Reply):
     revised_observation: str = ""
 
 
+PLAN = Signature(PROMPTS, "plan", Plan, "vog.plan")
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "vog.relations")
+SELECT_ENTITIES = Signature(PROMPTS, "select_entities", FilterChoice, "vog.entities")
+VERIFY = Signature(PROMPTS, "verify", Verification, "vog.verify")
+REVISE = Signature(PROMPTS, "revise", Plan, "vog.revise")
+ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "vog.answer")
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "vog.generate")
+
+
+class Observed(BaseModel):
+    """A plan step retrieved: its action and how many triples the KG showed for it."""
+
+    kind: Literal["observed"] = "observed"
+    index: int
+    action: str
+    triples: int
+
+
+class Verified(BaseModel):
+    """The verification of a step's observation against its prediction."""
+
+    kind: Literal["verified"] = "verified"
+    index: int
+    revise: bool
+    reason: str | None = None
+
+
+class Revised(BaseModel):
+    """A revision of the plan from a step on, with the context the bandit chose for it."""
+
+    kind: Literal["revised"] = "revised"
+    index: int
+    revision: int
+    arm: str
+    reason: str
+
+
+class VoGDetails(MethodDetails):
+    plan: list[str] = Field(default_factory=list)
+    #: what happened to the plan's steps, in order
+    steps: list[Annotated[Observed | Verified | Revised, Field(discriminator="kind")]] = Field(default_factory=list)
+    #: the call or step limit that ended the loop
+    limit: str | None = None
+    fallback: str | None = None
+
+
 class VoGConfig(MethodConfig):
     """VoG's settings, defaulting to the paper's code (UCB c 1.4, 4 revisions per step, 60 calls, 15 steps)."""
 
@@ -179,6 +226,8 @@ class VoG(KGQAMethod):
     name = "vog"
     summary = "Verify-on-Graph: plan, two-stage retrieval, verification against the KG, bandit-chosen revisions"
     Config: ClassVar[type[MethodConfig]] = VoGConfig
+    Details = VoGDetails
+    signatures = (PLAN, RELATIONS, SELECT_ENTITIES, VERIFY, REVISE, ANSWER, GENERATE)
     config: VoGConfig
 
     def needs(self, llm: str | None = None) -> Needs:
@@ -186,33 +235,35 @@ class VoG(KGQAMethod):
         return Needs(kg=True, llm=True, embedder=True)
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
+        ctx.details = VoGDetails()
         topics, cause = topics_in_kg(question, ctx, self.name)
         if cause is not None:
             return self._direct(question, ctx, cause)
         try:
-            return _Run(self.config, question, ctx, [t.id for t in topics], [t.name for t in topics]).run()
+            return _Run(self.config, question, ctx, [t.id for t in topics], [t.name for t in topics],
+                        self.account(ctx)).run()
         except (KGError, LLMError) as exc:
             return self._direct(question, ctx, f"{type(exc).__name__} during the search: {exc}")
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
-        return answer_alone(question, ctx, PROMPTS, cause=cause, step="vog.generate",
-                            max_tokens=self.config.answer_tokens, max_answers=self.config.max_answers)
+        self.account(ctx).fallback = cause
+        return answer_alone(question, ctx, GENERATE, cause=cause, max_tokens=self.config.answer_tokens,
+                            max_answers=self.config.max_answers)
 
     def explain(self, prediction: Prediction) -> Explanation:
-        lines: list[str] = []
-        for event in prediction.trace:
-            step = event.get("step")
-            if step == "vog.plan":
-                lines.append("plan: " + " | ".join(event.get("actions") or []))
-            elif step == "vog.observe":
-                lines.append(f"step {event['index']} {event['action']}: {len(event['observation'])} triples")
-            elif step == "vog.verify":
-                lines.append(f"  verified: {'revise' if event['revise'] else 'consistent'}"
-                             + (f" ({event['reason']})" if event.get("reason") else ""))
-            elif step == "vog.bandit":
-                lines.append(f"  revision {event['revision']} with {event['arm']} context ({event['reason']})")
-            elif step in ("fallback", "vog.limit"):
-                lines.append(f"{step}: {event.get('cause')}")
+        details: VoGDetails = self.details_of(prediction)
+        lines = ["plan: " + " | ".join(details.plan)] if details.plan else []
+        for step in details.steps:
+            if isinstance(step, Observed):
+                lines.append(f"step {step.index} {step.action}: {step.triples} triples")
+            elif isinstance(step, Verified):
+                lines.append(f"  verified: {'revise' if step.revise else 'consistent'}"
+                             + (f" ({step.reason})" if step.reason else ""))
+            else:
+                lines.append(f"  revision {step.revision} with {step.arm} context ({step.reason})")
+        for label, cause in (("vog.limit", details.limit), ("fallback", details.fallback)):
+            if cause:
+                lines.append(f"{label}: {cause}")
         return Explanation(fields={"revisions": prediction.stats.get("revisions")}, lines=lines)
 
 
@@ -220,7 +271,7 @@ class _Run:
     """One question's plan-retrieve-verify-revise loop (state kept here, not on the method, so runs are threadsafe)."""
 
     def __init__(self, cfg: VoGConfig, question: Question, ctx: MethodContext, topics: list[str],
-                 topic_names: list[str]) -> None:
+                 topic_names: list[str], details: VoGDetails) -> None:
         from kgqa.methods.vog.bandit import BanditSettings, ContextBandit
         from kgqa.methods.vog.contradiction import load_checker
 
@@ -228,6 +279,7 @@ class _Run:
         self.llm = BudgetedModel(ctx.llm, cfg.max_calls - 1,
                                  lambda _: _Budget(f"{cfg.max_calls} calls made (one kept for the answer)"))
         self.cfg, self.question, self.ctx = cfg, question, ctx
+        self.details = details
         self.kg: KnowledgeGraph = ctx.kg
         self.topics, self.topic_names = topics, topic_names
         self.bandit = ContextBandit(BanditSettings(fixed_arm=cfg.fixed_arm))
@@ -284,16 +336,18 @@ class _Run:
                 index += 1
         except _Budget as stop:
             self.ctx.trace.add("vog.limit", cause=str(stop))
+            self.details.limit = str(stop)
         return self._answer()
 
-    def _ask(self, prompt: str, schema: type[BaseModel], step: str, max_tokens: int, **values: Any) -> Any:
-        return ask_reply(self.llm, PROMPTS, prompt, schema, step=step, max_tokens=max_tokens, seed=self.ctx.seed,
-                         question=self.question.text, **values)
+    def _ask(self, signature: Signature, max_tokens: int, **values: Any) -> Any:
+        return ask_reply(self.llm, signature, max_tokens=max_tokens, seed=self.ctx.seed, question=self.question.text,
+                         **values)
 
     def _plan(self) -> list[PlanStep]:
-        reply = self._ask("plan", Plan, "vog.plan", self.cfg.plan_tokens, topics=", ".join(self.topic_names))
+        reply = self._ask(PLAN, self.cfg.plan_tokens, topics=", ".join(self.topic_names))
         steps = list(reply.value.steps) if reply.ok and reply.value else []
         event = self.ctx.trace.add("vog.plan", actions=[s.action for s in steps])
+        self.details.plan = [s.action for s in steps]
         if not steps:
             event["failure"] = reply.failure or "no step"
             steps = [PlanStep(thought="", action=f"Search[{self.question.text}]", predicted="")]
@@ -321,6 +375,7 @@ class _Run:
         self.seen_entities.update(p.end for p in kept)
         self.ctx.trace.add("vog.observe", index=index, action=step.action, relations=[describe_hop(h) for h in chosen],
                            candidates=len(hops), observation=lines[:30], repeated=len(repeats))
+        self.details.steps.append(Observed(index=index, action=step.action, triples=len(lines[:30])))
         self._repeats = bool(repeats)
         return kept, lines
 
@@ -334,8 +389,7 @@ class _Run:
             shown = [hops[i] for i in order[:width]]
         pruner = RelationPruner(PruningConfig(kind=self.relation_kind, top_k=min(self.cfg.relation_width, len(shown)),
                                               prefilter=max(len(shown), 1), fill=False),
-                                llm=self.llm, embedder=self.ctx.embedder, prompts=PROMPTS, step="vog.relations",
-                                seed=self.ctx.seed)
+                                llm=self.llm, embedder=self.ctx.embedder, signature=RELATIONS, seed=self.ctx.seed)
         result = pruner.prune(query, where, (), shown, trace=self.ctx.trace)
         return [s.hop for s in result.value or []]
 
@@ -357,8 +411,7 @@ class _Run:
                 shown = [shown[i] for i in order[: self.cfg.entity_width]]
             return shown + mediators
         ids = [p.end for p in shown]
-        chosen = choose_candidates(self.llm, PROMPTS, "select_entities", query, ids, names, max_shown=10,
-                                   step="vog.entities")
+        chosen = choose_candidates(self.llm, SELECT_ENTITIES, query, ids, names, max_shown=10)
         keep = set(chosen.value.kept if chosen.value is not None else [])
         if not keep:
             keep = set(ids[: self.cfg.entity_width])  # an empty or unreadable choice keeps the likeliest few
@@ -380,7 +433,7 @@ class _Run:
 
     def _needs_revision(self, step: PlanStep, lines: list[str], index: int) -> bool:
         observation = "\n".join(lines) or "(nothing found)"
-        reply = self._ask("verify", Verification, "vog.verify", self.cfg.verify_tokens, action=step.action,
+        reply = self._ask(VERIFY, self.cfg.verify_tokens, action=step.action,
                           predicted=step.predicted or "(no prediction)", observation=observation)
         llm_says = (not reply.ok or reply.value is None) or reply.value.revise
         checked = self.checker.check(observation, step.predicted) if lines and step.predicted else None
@@ -391,6 +444,8 @@ class _Run:
                                                                  "score": round(checked.score, 4),
                                                                  "detail": checked.detail},
                            empty=not lines)
+        self.details.steps.append(Verified(index=index, revise=revise,
+                                           reason=reply.value.reason if reply.ok and reply.value else reply.failure))
         self._last_observation = observation
         return revise
 
@@ -401,7 +456,7 @@ class _Run:
         choice = self.bandit.choose(entropy=entropy, entity_repeats=self._repeats,
                                     steps_ahead=max(len(plan) - index - 1, 0))
         context = self._context(choice.arm, plan, index, lines, kept)
-        reply = self._ask("revise", Plan, "vog.revise", self.cfg.revise_tokens, context=context,
+        reply = self._ask(REVISE, self.cfg.revise_tokens, context=context,
                           current=plan[index].render())
         steps = list(reply.value.steps) if reply.ok and reply.value else []
         self.revisions += 1
@@ -424,6 +479,7 @@ class _Run:
                            scores={k: (round(v, 4) if v != float("inf") else "untried") for k, v in choice.scores.items()},
                            reward=round(reward, 4), entropy=round(entropy, 4), empty=not steps,
                            state=self.bandit.state())
+        self.details.steps.append(Revised(index=index, revision=self.revisions, arm=choice.arm, reason=choice.reason))
         return steps or None
 
     def _context(self, arm: str, plan: list[PlanStep], index: int, lines: list[str], kept: list[WalkPath]) -> str:
@@ -453,8 +509,7 @@ class _Run:
             self.ctx.trace.add("vog.answer", cause="no verified observation")
         self.llm.budget += 1  # the answer's own call, kept back from the loop
         try:
-            answers, reasoning = generate_answers(self.llm, PROMPTS, "answer", self.question.text, reasoning=True,
-                                                  step="vog.answer", max_tokens=self.cfg.answer_tokens,
+            answers, reasoning = generate_answers(self.llm, ANSWER, self.question.text, max_tokens=self.cfg.answer_tokens,
                                                   observations="\n".join(lines[-60:]) or "(none)")
         except (StructuredOutputError, _Budget) as exc:
             answers, reasoning = [], f"no answer: {exc}"

@@ -315,8 +315,8 @@ def rank_answers(graph: ExpandedGraph, tau_p: float, *, ratio: float = 0.5, max_
     score times (1 - the mean continuation over all its walks' ends) instead of by the best single walk, so one walk
     ending where nothing leads on (a film with no listed director) cannot make an intermediate pattern the answer
     pattern; the answers within the pattern are chosen as before. ``pattern_prior`` (a pattern -> factor in [0, 1])
-    multiplies every walk's value before the answer pattern is chosen: what the question says of its answer (an
-    answer-type model, :mod:`kgqa.methods.fog.answer_types`) against what a pattern's end is.
+    multiplies every walk's value before the answer pattern is chosen: what the question says of its answer (a
+    caller's answer-type model) against what a pattern's end is.
     ``statement_counts`` (the KG's :meth:`~kgqa.kg.base.KnowledgeGraph.statement_counts`) breaks the ties support
     leaves: each walk counts as the product of how often the source asserted its edges, so of two answers of a merged
     entity (MetaQA's remakes of one title) the one asserted for both films ranks first. Returns (answers, potential

@@ -14,10 +14,10 @@ Three files are packaged (a test checks that none shares a wording with the rewo
 - ``metaqa`` (282 templates) was written for kgqa by an author who had not seen the reworded sets nor the phrase table.
 - ``metaqa_many`` (2,204) adds to it four authors' styles (``benchmarks/data/fog_many_authors/``; its
   ``merge_templates.py`` rebuilds this file, and a test checks that it does). Their brief was written by someone who
-  had read the reworded dev misses, so its closeness to the reworded test split is measured and disclosed
-  (docs/fog.md, "December 5, the thirteenth session").
-- ``metaqa_many2`` (3,110) adds two more authors (``style5.json`` conversational, ``style6.json`` written; the
-  sixteenth session), briefed with the chain descriptions alone; ``merge_templates.py --also`` rebuilds it.
+  had read the reworded dev misses, so its closeness to the reworded test split is measured and disclosed in
+  docs/fog.md.
+- ``metaqa_many2`` (3,110) adds two more authors (``style5.json`` conversational, ``style6.json`` written), briefed
+  with the chain descriptions alone; ``merge_templates.py --also`` rebuilds it.
 
 kgqa's addition to FoG's training (``kgqa train fog --template-wordings metaqa``; docs/fog.md).
 """
