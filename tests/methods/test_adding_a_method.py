@@ -153,6 +153,7 @@ def test_kgqa_methods_lists_the_throwaway_method_with_its_settings(entry_point_s
                                 {"name": "words", "type": "str | None", "default": None,
                                  "description": "directory written by kgqa train throwaway-onehop"}]
     assert mine["needs"] == {"kg": True, "llm": False, "embedder": False, "artifacts": []}
+    assert mine["trainers"] == ["throwaway-onehop"]
     assert {"io", "cot", "ccor", "cor"} <= set(listing)  # the built-ins are still there
 
 

@@ -1,4 +1,5 @@
-"""``kgqa methods``: every registered method with its one-line summary, its settings (type, default) and its needs."""
+"""``kgqa methods``: every registered method with its one-line summary, its settings (type, default), its needs and
+the ``kgqa train`` commands of its trainers."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def methods_command(names: tuple[str, ...], llm_spec: str | None, as_json: bool)
         click.echo(f"{info.name}: {info.summary}")
         needs = info.needs.describe() if info.needs is not None else f"unknown ({info.error})"
         click.echo(f"  needs: {needs} (with llm {spec})")
+        if info.trainers:
+            click.echo("  trained by: " + ", ".join(f"kgqa train {name}" for name in info.trainers))
         if not info.settings:
             click.echo("  settings: (none)")
         for setting in info.settings:

@@ -147,9 +147,11 @@ class MethodInfo:
     settings: tuple[SettingInfo, ...]
     needs: Needs | None
     error: str | None = None
+    #: the ``kgqa train`` commands of the method's trainers
+    trainers: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "summary": self.summary,
+        return {"name": self.name, "summary": self.summary, "trainers": list(self.trainers),
                 "settings": [{"name": s.name, "type": s.type, "default": s.default, "description": s.description}
                              for s in self.settings],
                 "needs": None if self.needs is None else {"kg": self.needs.kg, "llm": self.needs.llm,
@@ -174,7 +176,8 @@ def method_info(name: str, *, llm: str | None = None) -> MethodInfo:
         needs = method_needs(get_method(name), llm)
     except Exception as exc:  # a method that cannot be built with its defaults still gets listed
         needs, error = None, f"{type(exc).__name__}: {exc}"
-    return MethodInfo(str(name).strip().lower(), summary, settings, needs, error)
+    return MethodInfo(str(name).strip().lower(), summary, settings, needs, error,
+                      tuple(trainer.name for trainer in getattr(factory, "trainers", ())))
 
 
 def _jsonable(value: Any) -> Any:
