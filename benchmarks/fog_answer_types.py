@@ -108,9 +108,9 @@ def main() -> None:
         ctx = fog_ctx.for_question()
         prediction = fog.answer(question, ctx)
         names = [a.id for a in prediction.answers]
-        events = {e.get("step"): e for e in ctx.trace}
-        pattern = (events.get("fog.answer") or {}).get("pattern")
-        used = bool((events.get("fog.typed_retry") or {}).get("used"))
+        details = fog.account(ctx)  # FoG's account of the answer: its pattern and the typed retry
+        pattern = details.pattern
+        used = bool(details.typed_retry and details.typed_retry.used)
         return (bool(names) and names[0] in q.answers, bool(set(names) & q.answers),
                 pattern.replace(" -> ", " ").split() if pattern else None, used)
 
