@@ -4,6 +4,9 @@ Built-in methods are the subpackages of ``kgqa.methods``, imported the first tim
 methods come from the ``kgqa.methods`` entry-point group (see docs/adding-a-method.md). A registered entry is a
 :class:`~kgqa.methods.base.KGQAMethod` subclass (whose ``Config`` is its settings) or any callable; for a plain callable
 the settings model is made from its signature, so ``--method-config`` is checked for it too.
+
+A method's trainers (``KGQAMethod.trainers``) are reached here too: :func:`trainers` lists them by command name (what
+``kgqa train`` offers), :func:`get_trainer` finds one and :func:`train` runs one from Python.
 """
 
 from __future__ import annotations
