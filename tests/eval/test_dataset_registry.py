@@ -154,8 +154,8 @@ def test_a_package_adds_a_dataset_by_entry_point(plugin_package: Path) -> None:
 
 
 def test_cwq_questions_carry_the_max_depth_fact(tmp_path: Path) -> None:
-    assert dataset_info("cwq").facts == {"max_depth": 4}
-    assert all(not dataset_info(name).facts for name in dataset_names() if name != "cwq")
+    assert dataset_info("cwq").facts == dataset_info("cwq-gog").facts == {"max_depth": 4}
+    assert all(not dataset_info(name).facts for name in dataset_names() if name not in ("cwq", "cwq-gog"))
     tog = [{"ID": "q1", "question": "Q one?", "answer": "A", "topic_entity": {"ns:m.0t": "T"}}]
     files = {"questions/tog/cwq.json": tog, "questions/chatkbqa/CWQ/ComplexWebQuestions_test.json":
              [{"ID": "q1", "answer": ["m.0a"]}], "questions/pog/cope_alias/cwq_aname_dict.json": {"Q one?": ["A"]}}

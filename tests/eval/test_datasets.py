@@ -19,6 +19,7 @@ README_COUNTS = {
     ("metaqa-1hop", "dev"): 9_992, ("metaqa-2hop", "dev"): 14_872, ("metaqa-3hop", "dev"): 14_274,
     ("metaqa-1hop", "test"): 9_947, ("metaqa-2hop", "test"): 14_872, ("metaqa-3hop", "test"): 14_274,
     ("cwq", "test"): 3_531, ("webqsp", "test"): 1_639, ("webqsp-gog", "test"): 1_000, ("grailqa", "test"): 1_000,
+    ("cwq-gog", "test"): 1_000,
     ("qald10-en", "test"): 333, ("webquestions", "test"): 2_032, ("simplequestions", "test"): 1_000,
 }
 
@@ -116,6 +117,19 @@ def test_cwq_joins_official_mids_with_pog_names(data: Path) -> None:
         "composition", "conjunction", "comparative", "superlative"}
     total = sum(len(q.answers) for q in questions.values())
     assert total == 6_931  # the official file's answer count (no duplicates)
+
+
+def test_cwq_gog_is_the_same_join_over_gogs_thousand(data: Path) -> None:
+    gog, everything = _load(data, "cwq-gog"), _load(data, "cwq")
+    # GoG's file holds ToG's first 1,000 records, so the join gives the first 1,000 cwq questions, field for field.
+    assert [q.id for q in gog] == [q.id for q in everything[:1_000]]
+    for mine, theirs in zip(gog, everything, strict=False):
+        assert mine.text == theirs.text and mine.answers == theirs.answers
+        assert mine.topic_entities == theirs.topic_entities
+        assert mine.metadata == {**theirs.metadata, "dataset": "cwq-gog"}
+    assert all(q.metadata["max_depth"] == 4 and q.metadata["sparql"] for q in gog)
+    assert {q.metadata["compositionality"] for q in gog} == {"composition", "conjunction", "comparative", "superlative"}
+    assert dataset_info("cwq-gog").files["test"][1:] == dataset_info("cwq").files["test"][1:]
 
 
 def test_webqsp_compact_keeps_names_and_flags_lost_literals(data: Path) -> None:

@@ -5,8 +5,9 @@ them carry.
 live in :mod:`~kgqa.datasets.registry`, what the loaders share in :mod:`~kgqa.datasets.records`, one module per family
 of public files registers its datasets (:mod:`~kgqa.datasets.metaqa`, :mod:`~kgqa.datasets.freebase`,
 :mod:`~kgqa.datasets.tog_files`, :mod:`~kgqa.datasets.demo`). Gold relation chains (MetaQA's question types, WebQSP's
-inferential chains, the demo's written chains) are read by :mod:`~kgqa.datasets.gold_chains`: the supervision methods
-that train use (``kgqa train``).
+inferential chains, the demo's written chains, CWQ's SPARQL read by :mod:`~kgqa.datasets.sparql_chains`) and the gold
+constraints on them are read by :mod:`~kgqa.datasets.gold_chains`: the supervision methods that train use
+(``kgqa train``).
 
 ==================  ======================================================  ==========================================
 name                files (relative to the data directory)                  public source
@@ -17,6 +18,8 @@ webqsp-gog          questions/gog/webqsp/data_with_ct_0.json (1,000)        gith
 cwq                 questions/tog/cwq.json + chatkbqa/CWQ/                  ToG data/cwq.json; ChatKBQA data/CWQ/origin;
                     ComplexWebQuestions_test.json + pog/cope_alias/         PoG cope_alias/cwq_aname_dict.json
                     cwq_aname_dict.json
+cwq-gog             questions/gog/cwq/cwq_1000.json (1,000: the first       github.com/YaooXu/GoG data/cwq; answers as
+                    1,000 of cwq) + the two answer files of cwq             cwq
 grailqa             questions/tog/grailqa.json (1,000 sampled)              github.com/IDEA-FinAI/ToG data/
 qald10-en           questions/tog/qald_10-en.json (333, Wikidata)           github.com/IDEA-FinAI/ToG data/
 webquestions        questions/tog/WebQuestions.json (2,032)                 github.com/IDEA-FinAI/ToG data/

@@ -1,4 +1,4 @@
-"""The Freebase question sets the seed methods report on: WebQSP (compact and GoG's), and CWQ."""
+"""The Freebase question sets the seed methods report on: WebQSP (compact and GoG's), and CWQ (all, and GoG's 1,000)."""
 
 from __future__ import annotations
 
@@ -113,11 +113,13 @@ _UNNAMED = {"", "UnName_Entity"}
 
 
 def _load_cwq(info: DatasetInfo, root: Path, split: str, limit: int | None) -> list[Question]:
-    tog_rel, official_rel, alias_rel = info.files[split]
-    tog_path = require_file(info, root, tog_rel)
+    """CWQ question records (ToG's or GoG's file: the same fields) joined by ID with the official answer MIDs, and
+    PoG's answer names."""
+    records_rel, official_rel, alias_rel = info.files[split]
+    records_path = require_file(info, root, records_rel)
     official_path = require_file(info, root, official_rel)
     alias_path = require_file(info, root, alias_rel)
-    records = json_list(tog_path)
+    records = json_list(records_path)
     official: dict[str, list[str]] = {}
     for i, rec in enumerate(json_list(official_path)):
         with record_errors(official_path, i):
@@ -136,7 +138,7 @@ def _load_cwq(info: DatasetInfo, root: Path, split: str, limit: int | None) -> l
         tog_answer = rec.get("answer")
         mids = official.get(qid)
         if mids is None:
-            raise DataError(f"{tog_path}: record {i}: ID {qid!r} is not in {official_path}")
+            raise DataError(f"{records_path}: record {i}: ID {qid!r} is not in {official_path}")
         names = alias_data.get(text)
         # PoG's name list is position-aligned with the official answer MIDs (same length for every question).
         if not isinstance(names, list) or len(names) != len(mids):
@@ -162,20 +164,36 @@ def _load_cwq(info: DatasetInfo, root: Path, split: str, limit: int | None) -> l
         return make_question(qid, text, topics_from(rec.get("topic_entity"), "topic_entity", freebase_id),
                          golds.items, metadata)
 
-    return each_record(tog_path, records, limit, build)
+    return each_record(records_path, records, limit, build)
 
 
-register_dataset(DatasetInfo(
-    name="cwq",
-    description="ComplexWebQuestions test (3,531): ToG's file joined by ID with the official answer MIDs, "
-                "answer names from PoG's alias dictionary",
-    kg="freebase",
-    files={"test": ("questions/tog/cwq.json", "questions/chatkbqa/CWQ/ComplexWebQuestions_test.json",
-                    "questions/pog/cope_alias/cwq_aname_dict.json")},
-    source="https://github.com/IDEA-FinAI/ToG data/cwq.json; https://github.com/LHRLAB/ChatKBQA "
-           "data/CWQ/origin/ComplexWebQuestions_test.json; https://github.com/liyichen-cly/PoG "
-           "cope_alias/cwq_aname_dict.json (CWQ: Talmor & Berant 2018)",
-    sizes={"test": 3_531},
-    loader=_load_cwq,
-    facts={"max_depth": 4},  # CWQ composes up to four relations: the exploration depth its published results use
-))
+_CWQ_ANSWERS = ("questions/chatkbqa/CWQ/ComplexWebQuestions_test.json", "questions/pog/cope_alias/cwq_aname_dict.json")
+_CWQ_ANSWERS_SOURCE = ("https://github.com/LHRLAB/ChatKBQA data/CWQ/origin/ComplexWebQuestions_test.json; "
+                       "https://github.com/liyichen-cly/PoG cope_alias/cwq_aname_dict.json (CWQ: Talmor & Berant 2018)")
+
+
+def _cwq_dataset(name: str, description: str, records: str, records_source: str, size: int) -> DatasetInfo:
+    """A CWQ test set: a file of question records joined with the official answer MIDs and PoG's answer names."""
+    return DatasetInfo(
+        name=name,
+        description=description,
+        kg="freebase",
+        files={"test": (records, *_CWQ_ANSWERS)},
+        source=f"{records_source}; {_CWQ_ANSWERS_SOURCE}",
+        sizes={"test": size},
+        loader=_load_cwq,
+        facts={"max_depth": 4},  # CWQ composes up to four relations: the exploration depth its published results use
+    )
+
+
+register_dataset(_cwq_dataset(
+    "cwq", "ComplexWebQuestions test (3,531): ToG's file joined by ID with the official answer MIDs, answer names from "
+           "PoG's alias dictionary",
+    "questions/tog/cwq.json", "https://github.com/IDEA-FinAI/ToG data/cwq.json", 3_531))
+
+# GoG's 1,000 CWQ test questions are ToG's first 1,000 records, field for field (checked on the shared data), so this
+# is the same join over GoG's file: the questions whose gold paths the Freebase pieces (goldpath_triples.tsv) hold.
+register_dataset(_cwq_dataset(
+    "cwq-gog", "ComplexWebQuestions test, GoG's 1,000 (the first 1,000 of cwq, whose gold paths the Freebase pieces "
+               "hold): answer MIDs from the official file, names from PoG's alias dictionary",
+    "questions/gog/cwq/cwq_1000.json", "https://github.com/YaooXu/GoG data/cwq/cwq_1000.json", 1_000))
