@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # the KG, LLM and text layers are only named here, never impo
     from kgqa.text.base import Embedder
 
 __all__ = [
-    "GROUNDING_WEIGHTS", "AnswerItem", "Audit", "GoldAnswer", "Grounding", "MethodContext", "Prediction", "Question",
-    "TopicEntity", "Trace",
+    "GROUNDING_WEIGHTS", "AnswerItem", "Audit", "GoldAnswer", "GoldReasoning", "Grounding", "MethodContext", "Prediction",
+    "Question", "TopicEntity", "Trace",
 ]
 
 
@@ -71,6 +71,41 @@ class Question(BaseModel):
     @property
     def gold_names(self) -> list[str]:
         return [a.name for a in self.answers]
+
+
+@dataclass(frozen=True)
+class GoldReasoning:
+    """What the harness knows of how a question is answered, computed on the KG from the dataset's gold (never shown to
+    a method; the oracle reasoner and loss attribution read it).
+
+    ``chains``: each gold relation chain from the topic, a hop as ``(relation, backward)`` (the dataset's chain first,
+    then the same walk by equivalent hops, e.g. a relation's declared reverse). ``constraints``: each gold constraint
+    as ``(position, hops, value)``: from the chain's node at ``position`` (0 the topic ... len(chain) the answer) the
+    ``hops`` reach ``value`` (an id or literal, or None for an ordering). ``answers``: gold answer ids (a name where the
+    data has no id).
+    ``path_nodes``: every KG node on a walk of a gold chain from a topic to a gold answer, by depth (``path_nodes[d]``
+    the nodes d hops from the topic; depth 0 the topics). ``names``: normalised surface forms of the answers
+    (``answer_names``), of the path nodes (``path_names``) and of the constraint values (``constraint_names``), as
+    prompts show them.
+    """
+
+    chains: tuple[tuple[tuple[str, bool], ...], ...] = ()
+    constraints: tuple[tuple[int, tuple[tuple[str, bool], ...], str | None], ...] = ()
+    answers: frozenset[str] = frozenset()
+    answer_names: frozenset[str] = frozenset()
+    path_nodes: tuple[frozenset[str], ...] = ()
+    path_names: frozenset[str] = frozenset()
+    constraint_names: frozenset[str] = frozenset()
+
+    @property
+    def relations(self) -> frozenset[str]:
+        """Every relation of a gold chain or constraint."""
+        return frozenset(r for chain in (*self.chains, *(c[1] for c in self.constraints)) for r, _ in chain)
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        """Every node on a gold walk, the topics included."""
+        return frozenset().union(*self.path_nodes) if self.path_nodes else frozenset()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -55,6 +55,11 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
 
     if not question.strip():
         raise ConfigError("the question is empty")
+    from kgqa.llm.oracle import is_oracle_spec
+
+    if is_oracle_spec(config.get("llm", llm_spec)):
+        raise ConfigError("--llm oracle answers from a question's gold answers and chains, which only `kgqa eval` knows; "
+                          "ask with a real model (e.g. --llm local:smollm2)")
     method_name = str(config.get("method", method))
     runner = get_method(method_name, **parse_method_config(method_config, method=method_name))
     resources = Resources(kg=kg_spec, llm=llm_spec, embedder=embedder, schema=schema,

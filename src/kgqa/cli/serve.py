@@ -54,6 +54,11 @@ def serve_command(kg_spec: str | None, schema: str | None, llm_spec: str | None,
             raise ConfigError(f"kgqa serve needs {exc.name}: pip install 'kgqa[serve]'") from None
         raise
 
+    from kgqa.llm.oracle import is_oracle_spec
+
+    if is_oracle_spec(config.get("llm", llm_spec)):
+        raise ConfigError("--llm oracle answers from a question's gold answers and chains, which a served ask does not "
+                          "have; serve a real model")
     configured = config.get("serve_token")
     token = None if no_auth else (str(configured) if configured else secrets.token_urlsafe(24))
     settings = ServiceSettings(kg=kg_spec, llm=llm_spec, runs=runs_dir, schema=schema, embedder=embedder, host=host,

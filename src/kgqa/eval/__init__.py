@@ -5,8 +5,9 @@ imported lazily: it pulls in the LLM layer).
 
 The runner's pieces, lowest first: :mod:`~kgqa.eval.rundir` (the run directory's files, the durable results writer,
 the lock), :mod:`~kgqa.eval.kg_timing` (time spent in the KG), :mod:`~kgqa.eval.progress` (the progress bar),
-:mod:`~kgqa.eval.report` (report.md, plots, comparing runs), :mod:`~kgqa.eval.summary` (summary.json of a run
-directory) and :mod:`~kgqa.eval.runner` (answering the questions). Each imports only those before it.
+:mod:`~kgqa.eval.solver` (one question answered and scored), :mod:`~kgqa.eval.report` (report.md, plots, comparing
+runs), :mod:`~kgqa.eval.summary` (summary.json of a run directory) and :mod:`~kgqa.eval.runner` (answering the
+questions). Each imports only those before it.
 """
 
 from kgqa.datasets import (

@@ -71,7 +71,7 @@ from kgqa.eval.rundir import (
     run_dir_lock,
     write_json,
 )
-from kgqa.eval.runner import question_row
+from kgqa.eval.solver import question_row
 from kgqa.eval.summary import summarize_run
 from kgqa.normalize import fold
 

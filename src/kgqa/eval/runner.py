@@ -32,13 +32,11 @@ The names tests, benchmarks and the CLI have always imported from here (``read_r
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
 import sys
 import time
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -47,11 +45,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgqa import __version__, config
-from kgqa.core import MethodContext, Prediction, Question
+from kgqa.core import Question
 from kgqa.datasets import dataset_root, load_dataset
 from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
-from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
-from kgqa.eval.metrics import QuestionScore, score_prediction
+from kgqa.eval.kg_timing import KGClock, TimedKG
 from kgqa.eval.progress import RunProgress
 from kgqa.eval.rundir import (
     CONFIG_FILE,
@@ -70,9 +67,10 @@ from kgqa.eval.rundir import (
     run_dir_lock,
     write_json,
 )
+from kgqa.eval.solver import QuestionSolver
 from kgqa.eval.summary import summarize_run
 from kgqa.llm.accounting import Recorder
-from kgqa.methods.base import Method, Needs, attach_run_facts, method_config_dump, method_needs, solve
+from kgqa.methods.base import Method, Needs, method_config_dump, method_needs
 from kgqa.methods.context import Resources, build_context
 from kgqa.methods.registry import get_method, parse_method_config
 from kgqa.provenance import source_commit
@@ -175,96 +173,6 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=json_default)
 
 
-_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(QuestionScore))
-
-
-def question_row(question: Question, prediction: Prediction, score: QuestionScore) -> dict[str, Any]:
-    """The results.jsonl row of one scored question: question, answers, gold, every score, and the breakdown facts
-    (``hops``, ``qtype``). A run adds its timings; an imported run (``kgqa eval import-run``) its source line."""
-    scores = {name: getattr(score, name) for name in _SCORE_FIELDS}  # dataclasses.asdict deep-copies: slow per row
-    scores["groups"] = dict(score.groups)
-    row: dict[str, Any] = {
-        "id": question.id,
-        "question": question.text,
-        "answers": [a.name for a in prediction.answers],
-        "answer_ids": [a.id for a in prediction.answers],
-        "gold": [g.name for g in question.answers],
-        "gold_ids": [g.id for g in question.answers],
-    }
-    row.update(scores)
-    for key in ("hops", "qtype"):
-        if question.metadata.get(key) is not None:
-            row[key] = question.metadata[key]
-    return row
-
-
-def _row(question: Question, prediction: Prediction, score: QuestionScore, clock: KGClock, usage: Mapping[str, Any]) -> dict:
-    row = question_row(question, prediction, score)
-    row["llm_latency_s"] = float(usage.get("latency_s", 0.0))
-    row["cache_hits"] = int(usage.get("cache_hits", 0))
-    row["retries"] = int(usage.get("retries", 0))
-    row["unreadable_replies"] = int(usage.get("unreadable_replies", 0))
-    row["kg_time_s"] = clock.seconds
-    row["kg_calls"] = clock.calls
-    row["kg_timeouts"] = clock.timeouts
-    return row
-
-
-class _Solver:
-    """Answers and scores one question at a time (thread-safe: per-question state lives in locals)."""
-
-    def __init__(self, method: Method, base: MethodContext, recorder: Recorder, *, record_calls: bool = False) -> None:
-        self.method = method
-        # every KG call's time counts against the question being answered
-        self.base = dataclasses.replace(base, kg=TimedKG(base.kg)) if base.kg is not None else base
-        self.recorder = recorder
-        self.record_calls = record_calls
-
-    def __call__(self, question: Question) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not self.record_calls:
-            return self._solve(question)
-        from kgqa.llm.calls import CALLS, CallLog
-
-        log = CallLog()
-        token = CALLS.set(log)
-        try:
-            row, trace_row = self._solve(question)
-        finally:
-            CALLS.reset(token)
-        trace_row["llm_calls"] = log.calls
-        if log.dropped:
-            trace_row["llm_calls_dropped"] = log.dropped
-        return row, trace_row
-
-    def _solve(self, question: Question) -> tuple[dict[str, Any], dict[str, Any]]:
-        ctx = self.base.for_question()
-        tb: str | None = None
-        started = time.perf_counter()
-        with kg_clock() as clock:
-            try:
-                # solve() answers inside the recorder's scope of the question and attaches the trace and the usage.
-                prediction = solve(self.method, question, ctx, recorder=self.recorder, scope=question.id)
-            except Exception as exc:  # a failing question is recorded, never fatal to the run
-                tb = traceback.format_exc()
-                prediction = attach_run_facts(Prediction.failed(f"{type(exc).__name__}: {exc}", trace=list(ctx.trace)),
-                                              ctx, recorder=self.recorder, scope=question.id)
-        latency = time.perf_counter() - started
-        self.recorder.release(question.id)
-        try:
-            score = score_prediction(question, prediction, latency_s=latency)
-        except Exception as exc:  # e.g. a method returned a malformed answer: record it as that question's failure
-            tb = traceback.format_exc()
-            prediction = Prediction.failed(f"scoring failed: {type(exc).__name__}: {exc}", usage=prediction.usage,
-                                           trace=prediction.trace)
-            score = score_prediction(question, prediction, latency_s=latency)
-        row = _row(question, prediction, score, clock, prediction.usage)
-        trace_row: dict[str, Any] = {"id": question.id, "trace": prediction.trace, "evidence": prediction.evidence,
-                                     "topics": prediction.topics, "details": prediction.details}
-        if tb is not None:
-            trace_row["traceback"] = tb
-        return row, trace_row
-
-
 def run_eval(
     dataset: str,
     *,
@@ -333,7 +241,7 @@ def run_eval(
         with run_dir_lock(run_dir):
             pending, previous, run_config = _open_run(run_dir, run_config, selected, base.kg, resume=resume,
                                                       retry_errors=retry_errors)
-            solver = _Solver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None)
+            solver = QuestionSolver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None)
             bar = RunProgress(len(selected), [r for r in previous if r["id"] in {q.id for q in selected}],
                             enabled=progress, label=f"{method_name} {dataset}")
             loop = _RunLoop(run_dir, bar, on_row, max_consecutive_failures, kg=run_config.get("kg"), fsync=fsync)
@@ -478,7 +386,7 @@ class _RunLoop:
         self.stop_reason: str | None = None
         self.seconds = 0.0
 
-    def answer(self, pending: Sequence[Question], solver: _Solver, workers: int) -> None:
+    def answer(self, pending: Sequence[Question], solver: QuestionSolver, workers: int) -> None:
         started = time.perf_counter()
         with ResultsWriter(self.run_dir / RESULTS_FILE, fsync=self.fsync) as results, \
                 ResultsWriter(self.run_dir / TRACES_FILE, fsync="none") as traces:
@@ -548,7 +456,7 @@ def _finished(run_dir: Path, summary: dict[str, Any], selected: Sequence[Questio
                    time.perf_counter() - started, files)
 
 
-def _run_pool(pending: Sequence[Question], solver: _Solver,
+def _run_pool(pending: Sequence[Question], solver: QuestionSolver,
               finish: Callable[[dict[str, Any], dict[str, Any]], bool], workers: int) -> None:
     """Answer in a thread pool, keeping at most 2 x workers questions in flight; rows are written as they finish."""
     queue = iter(pending)

@@ -60,6 +60,12 @@ def _open_scripted(rest: str, options: dict[str, Any]) -> ChatModel:
     return ScriptedModel.from_file(rest)
 
 
+def _open_oracle(rest: str, options: dict[str, Any]) -> ChatModel:
+    from kgqa.llm.oracle import open_oracle
+
+    return open_oracle(rest, options)
+
+
 #: LLM backends by the prefix of a spec (``openai:...``): each opens a model from the rest of the spec and the options.
 #: A third-party backend registers here or by the entry-point group ``kgqa.llm_backends``.
 LLM_BACKENDS: Registry[Callable[[str, dict[str, Any]], ChatModel]] = Registry("llm backend", group="llm_backends",
@@ -67,8 +73,11 @@ LLM_BACKENDS: Registry[Callable[[str, dict[str, Any]], ChatModel]] = Registry("l
 LLM_BACKENDS.add("openai", _open_openai)
 LLM_BACKENDS.add("local", _open_local)
 LLM_BACKENDS.add("scripted", _open_scripted)
+LLM_BACKENDS.add("oracle", _open_oracle)
 #: The built-in backend names (kept for callers that list them).
-BACKENDS = ("openai", "local", "scripted")
+BACKENDS = ("openai", "local", "scripted", "oracle")
+#: Backends a spec may name alone, without a colon.
+BARE_SPECS = ("oracle",)
 
 
 def is_local_spec(spec: str | None) -> bool:
@@ -111,19 +120,22 @@ def load(spec: str | None = None, *, recorder: Recorder | None = None,
     spec = setting("llm", spec, default="local:smollm2")
     assert spec is not None
     kind, sep, rest = spec.partition(":")
+    if not sep and registry_key(kind) in BARE_SPECS:  # a backend that needs nothing after its name: `oracle`
+        sep = ":"
     backend = LLM_BACKENDS.find(kind) if sep else None
     if backend is None:  # unknown, or a plugin that failed to load: get() says which
         others = ", ".join(f"{n}:..." for n in LLM_BACKENDS.names() if n not in BACKENDS)
         backend = LLM_BACKENDS.get(kind if sep else "", unknown=(
             f"model spec {spec!r} is not understood; expected one of openai:MODEL[@URL], local:smollm2, "
-            "local:gemma3-270m, scripted:FILE.jsonl" + (f", {others}" if others else "")))
+            "local:gemma3-270m, scripted:FILE.jsonl, oracle[:ACC]" + (f", {others}" if others else "")))
     try:
         model: Any = backend(rest, dict(options))
     except TypeError as exc:  # an option the backend does not take
         raise ConfigError(f"bad option for {spec!r}: {exc}") from None
     refresh = False
     if cache is None or cache is True or cache is False or cache == "refresh":
-        mode = "off" if cache is None and kind == "scripted" else cache_mode(cache)
+        # scripted and oracle replies are computed, not paid for: nothing to cache
+        mode = "off" if cache is None and kind in ("scripted", "oracle") else cache_mode(cache)
         refresh = mode == "refresh"
         cache = mode != "off"
     if cache is not False:

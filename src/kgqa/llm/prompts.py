@@ -19,7 +19,9 @@ from __future__ import annotations
 import importlib.util
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,17 +173,25 @@ class PromptBook:
         return name in self._templates
 
 
+#: An oracle rule: the reply a perfect reasoner gives to one ask (see :mod:`kgqa.llm.oracle`), as the reply model's
+#: JSON data. It reads the ask (the signature, the inputs the prompt was filled with, the question's gold reasoning).
+OracleRule = Callable[[Any], Mapping[str, Any]]
+
+
 @dataclass(frozen=True)
 class Signature:
     """One LLM step of a method, declared once: the prompt it renders (``prompt`` in ``book``), the reply model its
-    answer must validate against (``reply``) and the step its calls are accounted and traced under (``step``, such as
-    ``"fog.decompose"``). Its inputs are the prompt's placeholders. ``kgqa.steps.reply.ask_reply(llm, signature,
-    **inputs)`` asks it; a prompt the book does not hold is an error when the signature is declared."""
+    answer must validate against (``reply``), the step its calls are accounted and traced under (``step``, such as
+    ``"fog.decompose"``) and its oracle rule (``oracle``: what the oracle reasoner replies, from the prompt's inputs and
+    the question's gold; :mod:`kgqa.llm.oracle`). Its inputs are the prompt's placeholders.
+    ``kgqa.steps.reply.ask_reply(llm, signature, **inputs)`` asks it; a prompt the book does not hold is an error when
+    the signature is declared."""
 
     book: PromptBook
     prompt: str
     reply: type[BaseModel]
     step: str
+    oracle: OracleRule | None = None
 
     def __post_init__(self) -> None:
         self.book.template(self.prompt)  # an unknown prompt fails when the method's module is imported
@@ -197,5 +207,19 @@ class Signature:
         return self.book.messages(self.prompt, **inputs)
 
     def labelled(self, step: str) -> Signature:
-        """The same prompt and reply model accounted under another step (one prompt asked at two places)."""
-        return Signature(self.book, self.prompt, self.reply, step)
+        """The same prompt, reply model and oracle rule accounted under another step (one prompt asked at two places)."""
+        return Signature(self.book, self.prompt, self.reply, step, self.oracle)
+
+    @contextmanager
+    def asking(self, inputs: Mapping[str, Any]) -> Iterator[None]:
+        """While this signature is asked with ``inputs`` (:data:`ASKING`: what a model that reads more than the
+        messages, the oracle reasoner, answers from)."""
+        token = ASKING.set((self, dict(inputs)))
+        try:
+            yield
+        finally:
+            ASKING.reset(token)
+
+
+#: The signature being asked in this context and the inputs its prompt was filled with (None outside an ask).
+ASKING: ContextVar[tuple[Signature, dict[str, Any]] | None] = ContextVar("kgqa_asking", default=None)

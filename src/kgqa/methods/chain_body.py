@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -20,27 +20,33 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, generate_answers
+from kgqa.methods.llm_only import ReasonedAnswer, answer_from_evidence, generate_answers
 from kgqa.steps.answers import (
     FilterChoice,
     answer_items,
     chain_evidence,
     choose_candidates,
+    keep_gold_candidates,
     presentable,
     rank_by_mention,
 )
 from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.explore import Action, Judgement, RelationExplorer
+from kgqa.steps.losses import note_answer_cap, note_answers, note_entities
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationChoice,
     RelationPruner,
+    choose_gold_relations,
     pruner_needs_embedder,
     resolve_pruner,
 )
 from kgqa.steps.relations import describe_chain, reached_view
 from kgqa.steps.reply import ask_reply
+
+if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
 
 #: Depth when neither the config nor the dataset's facts (``max_depth`` in question metadata) say otherwise.
 DEFAULT_DEPTH = 3
@@ -96,14 +102,64 @@ class ChainSignatures:
 
 def chain_signatures(book: PromptBook, method: str) -> ChainSignatures:
     """The chain body's signatures over ``book``, accounted under ``method`` (``ccor.reason``, ``cor.reason``, ...)."""
-    prune = Signature(book, "prune_relations", RelationChoice, f"{method}.prune")
+    prune = Signature(book, "prune_relations", RelationChoice, f"{method}.prune", choose_gold_relations)
     return ChainSignatures(
         prune=prune, constraint_prune=prune.labelled(f"{method}.constraint_prune"),
-        main=Signature(book, "main_reasoning", MainDecision, f"{method}.reason"),
-        constraint_init=Signature(book, "constraint_init", ConstraintInit, f"{method}.constraint_init"),
-        constraint=Signature(book, "constraint_reasoning", ConstraintDecision, f"{method}.constraint_reason"),
-        gef=Signature(book, "global_entity_filtering", FilterChoice, f"{method}.gef"),
-        generate=Signature(book, "direct_generation", ReasonedAnswer, f"{method}.generate"))
+        main=Signature(book, "main_reasoning", MainDecision, f"{method}.reason", _oracle_main_decision),
+        constraint_init=Signature(book, "constraint_init", ConstraintInit, f"{method}.constraint_init",
+                                  _oracle_constraint_init),
+        constraint=Signature(book, "constraint_reasoning", ConstraintDecision, f"{method}.constraint_reason",
+                             _oracle_constraint_decision),
+        gef=Signature(book, "global_entity_filtering", FilterChoice, f"{method}.gef", keep_gold_candidates),
+        generate=Signature(book, "direct_generation", ReasonedAnswer, f"{method}.generate", answer_from_evidence))
+
+
+def _shown_hops(chain_text: str) -> tuple[tuple[str, bool], ...]:
+    """The hops of a chain as :func:`~kgqa.steps.relations.describe_chain` writes it (``[Start] -> rel -> rel
+    (incoming)``): (relation, backward) each."""
+    _, sep, hops = chain_text.partition("] -> ")
+    if not sep:
+        return ()
+    return tuple((h.strip().removesuffix(" (incoming)"), h.strip().endswith(" (incoming)")) for h in hops.split(" -> "))
+
+
+def _oracle_main_decision(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's judge of a main chain: complete when it is a gold chain (incomplete with the answer space reached
+    when the question has a constraint too), incomplete when it is a gold chain's beginning, inconsistent otherwise."""
+    hops = _shown_hops(str(ask.inputs["chain"]))
+    whole = any(hops == chain for chain in ask.gold.chains)
+    begun = any(hops == chain[: len(hops)] for chain in ask.gold.chains)
+    status = ("incomplete" if ask.gold.constraints else "complete") if whole else (
+        "incomplete" if begun else "inconsistent")
+    options = ["complete", "incomplete", "inconsistent"]
+    status = ask.choose(options, [status])[0]
+    return {"chain_status": status, "answer_space_reached": whole and status == "incomplete",
+            "reason": "the chain is the question's" if whole else ("the chain is on the way" if begun else
+                                                                  "the chain leads elsewhere")}
+
+
+def _oracle_constraint_init(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's constraint: the gold constraint's relation as the sub-question, at its position of the chain."""
+    positions = [n for n, _ in ask.numbered("positions")]
+    constraint = ask.gold.constraints[0] if ask.gold.constraints else (max(positions, default=0), (), None)
+    position = min(constraint[0], max(positions, default=0))
+    relation = constraint[1][0][0] if constraint[1] else "property"
+    return {"constraint_query": f"Which of these entities has the right {relation}?",
+            "source_position": ask.choose(positions, [position])[0] if positions else position}
+
+
+def _oracle_constraint_decision(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's constraint judge: the chain is right when it is a gold constraint's relations or their beginning;
+    the target is the recalled value that is the constraint's (none until the chain is whole)."""
+    hops = _shown_hops(str(ask.inputs["chain"]))
+    right = any(hops == c[1][: len(hops)] for c in ask.gold.constraints)
+    whole = any(hops == c[1] for c in ask.gold.constraints)
+    correct = ask.judge(right)
+    listed = ask.numbered("options")
+    targets = [n for n, name in listed if whole and ask.shows(name, ask.gold.constraint_names)]
+    target = ask.choose([n for n, _ in listed], targets[:1]) if correct else []
+    return {"chain_correct": correct, "target": target[0] if target else None,
+            "reason": "the chain reaches the constraint's value" if correct else "the chain misses the constraint"}
 
 
 class ConstraintAccount(BaseModel):
@@ -259,6 +315,7 @@ class ChainMethod(KGQAMethod):
             candidates = self._execute(ctx, topics, main)
             ctx.trace.add("main.execute", topic=topic.id, chain=format_chain(main), candidates=len(candidates.entities),
                           truncated=candidates.truncated)
+            note_answers("main.execute", candidates.entities)
             if not candidates.entities:
                 failures.append(f"main chain {format_chain(main)} reaches no entity")
                 continue
@@ -380,6 +437,7 @@ class ChainMethod(KGQAMethod):
         # intersection of two separately capped sets, which could miss each other).
         kept = kg.filter_by_constraint(topics, main, constraint, limit=self.config.max_candidates)
         final = kept.entities
+        note_answer_cap("constraint.execute", candidates, final, loss="answer_step")
         ctx.trace.add("constraint.execute", source=source, chain=format_chain(outcome.chain), target=constraint.target,
                       final=len(final), truncated=kept.truncated)
         if not final:
@@ -438,6 +496,7 @@ class ChainMethod(KGQAMethod):
         counted = self._count(question, ctx, shown)
         if counted is not None:
             return Prediction(answers=[counted], grounding=Grounding.STRUCTURED, evidence=evidence)
+        note_answer_cap("answer.max_answers", shown, shown[: self.config.max_answers])
         return Prediction(answers=answer_items(ctx.kg, shown, limit=self.config.max_answers),
                           grounding=Grounding.STRUCTURED, evidence=evidence)
 
@@ -466,6 +525,7 @@ class ChainMethod(KGQAMethod):
         names = ctx.kg.names(offered)
         ranked = rank_by_mention(question.text, offered, names)
         shown = ranked[: self.config.max_gef_candidates]
+        note_entities("gef.shown", ranked, shown)
         chosen = choose_candidates(ctx.llm, self.asks.gef, question.text, ranked, names,
                                    max_shown=self.config.max_gef_candidates, max_tokens=self.config.gef_tokens)
         keep = chosen.value.kept if chosen.value is not None else []

@@ -16,6 +16,7 @@ from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetai
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
+    from kgqa.llm.oracle import OracleAsk
     from kgqa.llm.prompts import PromptBook, Signature
 
 
@@ -43,6 +44,32 @@ class Sufficiency(Reply):
     reason: str = ""
 
 
+def _named(ask: OracleAsk, text: str) -> list[str]:
+    """The names an answer step gives: the gold answers ``text`` shows, or, on a wrong decision, other nodes of the
+    gold walks it shows (a plausible mistake: an intermediate entity)."""
+    return ask.choose(ask.path_in(text), ask.answers_in(text))
+
+
+def answer_from_evidence(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle rule of an answer step: the gold answers the prompt's evidence shows (every input but the question),
+    none when it shows none (the LLM alone has no evidence at all: a perfect reasoner without it names nothing)."""
+    evidence = ask.text()
+    answers = _named(ask, evidence)
+    reasoning = (f"The evidence shows {'; '.join(answers)}." if answers else
+                 "The evidence shown does not hold the answer.")
+    return {"reasoning": reasoning, "answers": answers} if ask.signature.reply is ReasonedAnswer else {"answers": answers}
+
+
+def judge_sufficiency(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle rule of a sufficiency verdict: sufficient exactly when the triples (and memory) shown hold a gold
+    answer, with those answers."""
+    evidence = ask.text()
+    answers = _named(ask, evidence)
+    sufficient = ask.judge(bool(ask.answers_in(evidence)))
+    return {"sufficient": sufficient, "answers": answers if sufficient else [],
+            "reason": "a gold answer is in the triples" if sufficient else "no triple shown answers the question"}
+
+
 def generate_answers(llm: ChatModel, signature: Signature, question: str, *, max_tokens: int | None = None,
                      **inputs: str) -> tuple[list[str], str]:
     """Ask ``signature`` (its reply :class:`DirectAnswer`, or :class:`ReasonedAnswer` with the reasoning first) for
@@ -56,8 +83,10 @@ def generate_answers(llm: ChatModel, signature: Signature, question: str, *, max
     from kgqa.llm.structured import ask_json
 
     params = {} if max_tokens is None else {"max_tokens": max_tokens}
-    reply = ask_json(llm, signature.messages(question=question, **inputs), signature.reply, step=signature.step,
-                     salvage=True, **params)
+    values = {"question": question, **inputs}
+    with signature.asking(values):
+        reply = ask_json(llm, signature.messages(**values), signature.reply, step=signature.step, salvage=True,
+                         **params)
     seen: set[str] = set()
     answers: list[str] = []
     for raw in reply.answers:
@@ -105,8 +134,8 @@ def parametric_signatures(book: PromptBook, method: str, reply: type[DirectAnswe
     replying ``reply`` and accounted under ``<method>.generate``."""
     from kgqa.llm.prompts import Signature
 
-    return (Signature(book, "answer", reply, f"{method}.generate"),
-            Signature(book, "answer_zero_shot", reply, f"{method}.generate"))
+    return (Signature(book, "answer", reply, f"{method}.generate", answer_from_evidence),
+            Signature(book, "answer_zero_shot", reply, f"{method}.generate", answer_from_evidence))
 
 
 def budgeted_config(name: str, answer_tokens: int) -> type[ParametricConfig]:

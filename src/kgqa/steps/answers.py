@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kgqa.core import AnswerItem
 from kgqa.kg.base import Chain, Direction, KnowledgeGraph, is_literal
@@ -15,6 +15,7 @@ from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
     from kgqa.llm.base import ChatModel
+    from kgqa.llm.oracle import OracleAsk
     from kgqa.llm.prompts import Signature
 
 
@@ -83,6 +84,15 @@ def chain_evidence(kg: KnowledgeGraph, topics: Sequence[str], chain: Chain, answ
 # Rendered into the prompt as a JSON schema: its name and fields are part of what the model is asked.
 class FilterChoice(Reply):
     keep: list[int]
+
+
+def keep_gold_candidates(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle rule of a choice among numbered candidates: the gold answers listed, or, when none is, the listed
+    nodes of a gold walk (a step toward the answer)."""
+    listed = ask.numbered("candidates")
+    answers = [n for n, name in listed if ask.shows(name, ask.gold.answer_names, mediators=False)]
+    right = answers or [n for n, name in listed if ask.on_path(name)]
+    return {"keep": ask.choose([n for n, _ in listed], right)}
 
 
 @dataclass(frozen=True, slots=True)

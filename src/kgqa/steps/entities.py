@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from kgqa.errors import ConfigError
 from kgqa.llm.structured import Reply
+from kgqa.steps.losses import note_entities
 from kgqa.steps.pruning import cosine_scores
 from kgqa.steps.reply import StepResult, ask_reply
 
 if TYPE_CHECKING:
     from kgqa.core import MethodContext, Question, TopicEntity, Trace
     from kgqa.llm.base import ChatModel
+    from kgqa.llm.oracle import OracleAsk
     from kgqa.llm.prompts import Signature
     from kgqa.text.base import Embedder
 
@@ -33,6 +35,15 @@ class _EntityScore(Reply):
 
 class EntityScores(Reply):
     scores: list[_EntityScore]
+
+
+def score_gold_entities(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle rule of entity scoring: 1 for each listed entity on a gold walk (a gold answer included), 0 for the
+    others."""
+    listed = ask.numbered("candidates")
+    right = [number for number, name in listed if ask.on_path(name)]
+    kept = set(ask.choose([n for n, _ in listed], right))
+    return {"scores": [{"id": number, "score": 1.0 if number in kept else 0.0} for number, _ in listed]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +119,9 @@ class EntityPruner:
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
 
     def prune(self, question: str, candidates: Sequence[Candidate], *, trace: Trace | None = None,
-              **prompt_vars: str) -> StepResult[list[ScoredEntity]]:
+              depth: int | None = None, **prompt_vars: str) -> StepResult[list[ScoredEntity]]:
+        """The ``top_k`` named candidates, best first (a nameless one is the caller's to keep or drop). ``depth``: the
+        candidates' hops from the topic, for loss attribution (:mod:`kgqa.steps.losses`)."""
         named = [c for c in candidates if c.name]
         nameless = len(candidates) - len(named)
         if not named:
@@ -128,6 +141,7 @@ class EntityPruner:
             result = self._llm_scores(question, named, prompt_vars)
         order = {c.id: i for i, c in enumerate(named)}
         best = sorted(result.value or [], key=lambda e: (-e.score, order[e.id]))[: self.top_k]
+        note_entities(self.step, [c.id for c in named], [e.id for e in best], depth=depth)
         if trace is not None:
             event = trace.add(self.step, scorer=self.kind, candidates=len(candidates), nameless=nameless,
                               kept=[{"id": e.id, "name": e.name, "score": round(e.score, 4)} for e in best])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgqa.kg.base import Chain, KnowledgeGraph, format_chain
+from kgqa.steps.losses import note_relations, note_stop
 from kgqa.steps.pruning import RelationPruner
 from kgqa.steps.relations import search_relations
 
@@ -79,13 +80,19 @@ class RelationExplorer:
         iterations = 0
         while stack:
             if iterations >= self.max_iterations:
+                note_stop(f"{self.label}.iterations", "budget_limit")
                 return Outcome(None, None, iterations, f"iteration budget of {self.max_iterations} spent")
             iterations += 1
             chain = stack.pop()
             judgement = judge(chain, len(stack))
             self.trace.add(f"{self.label}.decision", chain=format_chain(chain), action=judgement.action.value,
                            reason=judgement.reason, waiting=len(stack), **judgement.payload)
+            # the judge keeps or drops the chain's last relation (loss attribution, kgqa.steps.losses)
+            note_relations(f"{self.label}.decision", chain[-1:],
+                           chain[-1:] if judgement.action is not Action.BACKTRACK else (),
+                           chain=self.prefix + chain[:-1], every=False)
             if judgement.action in (Action.STOP, Action.CONSTRAINT):
+                note_stop(f"{self.label}.decision", "judge_stop")
                 return Outcome(chain, judgement, iterations)
             if judgement.action is Action.BACKTRACK:
                 if not backtracking:  # the "w/o relation backtrack" ablation keeps one branch
@@ -93,6 +100,7 @@ class RelationExplorer:
                 continue
             if len(chain) >= self.max_depth:
                 self.trace.add(f"{self.label}.depth_limit", chain=format_chain(chain), max_depth=self.max_depth)
+                note_stop(f"{self.label}.depth_limit", "depth_limit", chain=self.prefix + chain)
                 continue
             if not backtracking:
                 stack.clear()
@@ -103,6 +111,7 @@ class RelationExplorer:
                 prompt_context: str) -> None:
         candidates = search_relations(self.kg, self.topics, self.prefix + chain, walk_back=self.walk_back)
         self.trace.add(f"{self.label}.relation_search", chain=format_chain(chain), candidates=len(candidates))
-        pruned = self.pruner.prune(question, topic_names, chain, candidates, trace=self.trace, context=prompt_context)
+        pruned = self.pruner.prune(question, topic_names, chain, candidates, trace=self.trace,
+                                   from_topic=self.prefix + chain, context=prompt_context)
         for scored in reversed(pruned.value or []):  # ascending score: the best ends on top of the stack
             stack.append((*chain, scored.hop))

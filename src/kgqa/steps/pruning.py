@@ -32,7 +32,7 @@ long Freebase names with ``(incoming)`` take about 20 tokens), so a small model 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,12 +43,14 @@ from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction, Hop
 from kgqa.kg.schema import relation_words
 from kgqa.llm.structured import Reply
+from kgqa.steps.losses import note_relations
 from kgqa.steps.relations import describe_chain, describe_hop, verbalize_relation
 from kgqa.steps.reply import StepResult
 
 if TYPE_CHECKING:
     from kgqa.core import Trace
     from kgqa.llm.base import ChatModel
+    from kgqa.llm.oracle import OracleAsk
     from kgqa.llm.prompts import Signature
     from kgqa.text.base import Embedder
 
@@ -127,6 +129,26 @@ class RelationChoice(Reply):
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
     relations: list[str] = Field(description="names copied from the list, best first")
+
+
+#: How a listed hop is marked when it is walked backwards (:func:`kgqa.steps.relations.describe_hop`).
+_INCOMING = " (incoming)"
+
+
+def choose_gold_relations(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle rule of a relation choice: the listed hops of a gold chain, then those of a gold constraint
+    (relation and direction), each in the list's order, at most ``top_k``; none when the list holds none."""
+    chain_hops = {(r, back) for chain in ask.gold.chains for r, back in chain}
+    constraint_hops = {hop for c in ask.gold.constraints for hop in c[1]} - chain_hops
+    listed = [text for _, text in ask.numbered("candidates")]
+
+    def hop(text: str) -> tuple[str, bool]:
+        return text.removesuffix(_INCOMING), text.endswith(_INCOMING)
+
+    right = [text for text in listed if hop(text) in chain_hops] + [text for text in listed
+                                                                    if hop(text) in constraint_hops]
+    top_k = int(str(ask.inputs.get("top_k") or len(listed)))
+    return {"relations": ask.choose(listed, right, most=top_k)}
 
 
 def cosine_scores(embedder: Embedder, query: str, texts: Sequence[str]) -> list[float]:
@@ -213,18 +235,35 @@ class RelationPruner:
         return "embedding" if self.embedder is not None else "lexical"
 
     def prune(self, question: str, topic_names: Sequence[str], chain: Chain, candidates: Sequence[Hop], *,
-              trace: Trace | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
+              trace: Trace | None = None, at: str | Collection[str] | None = None, depth: int | None = None,
+              from_topic: Chain | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
         """The top-k candidates, best first. A failed result (unreadable LLM reply) carries the similarity scorer's
-        top k and names that scorer in ``replaced_by``."""
+        top k and names that scorer in ``replaced_by``.
+
+        ``at``: the node (or nodes) the candidates leave from, when known (ToG, PoG, VoG); loss attribution
+        (:mod:`kgqa.steps.losses`) then reads the candidates as hops from it, and otherwise as hops after ``chain``
+        (or after ``from_topic``, the whole chain from the topic, when ``chain`` starts elsewhere: a constraint chain).
+        """
         if not candidates:
             return StepResult.success([])
         pool = list(candidates)
+        where = {"at": at, "chain": None if at is not None else (chain if from_topic is None else from_topic),
+                 "depth": depth}
         event: dict[str, Any] = {"scorer": self.config.kind, "candidates": len(pool)}
         if self.config.kind == "embedding":
             result = StepResult.success(self._ranked(question, pool)[: self.config.top_k])
+            shown = pool
         else:
-            result = self._llm_choice(question, topic_names, chain, pool, prompt_vars, event)
+            ranking: list[ScoredHop] | None = None
+            shown = pool
+            if self.config.kind == "hybrid" or len(pool) > self.config.prefilter:
+                ranking = self._ranked(question, pool)
+                shown = [s.hop for s in ranking[: self.config.prefilter]]
+                event["prefilter"] = self.similarity
+                note_relations(f"{self.step}.prefilter", pool, shown, **where)
+            result = self._llm_choice(question, topic_names, chain, pool, shown, ranking, prompt_vars, event)
         best = result.value or []
+        note_relations(self.step, shown, [s.hop for s in best], **where)
         if trace is not None:
             event["kept"] = [{"relation": describe_hop(s.hop), "score": round(s.score, 4)} for s in best]
             if not result.ok:
@@ -246,18 +285,14 @@ class RelationPruner:
         order = sorted(range(len(hops)), key=lambda i: (-scores[i], i))
         return [ScoredHop(hops[i], scores[i]) for i in order]
 
-    def _llm_choice(self, question: str, topic_names: Sequence[str], chain: Chain, pool: list[Hop],
-                    prompt_vars: dict[str, str], event: dict[str, Any]) -> StepResult[list[ScoredHop]]:
+    def _llm_choice(self, question: str, topic_names: Sequence[str], chain: Chain, pool: list[Hop], shown: list[Hop],
+                    ranking: list[ScoredHop] | None, prompt_vars: dict[str, str],
+                    event: dict[str, Any]) -> StepResult[list[ScoredHop]]:
+        """The LLM's choice among ``shown`` (``pool`` cut by the prefilter, whose ``ranking`` it is when it cut)."""
         from kgqa.steps.reply import ask_reply
 
         assert self.llm is not None and self.signature is not None
         k = self.config.top_k
-        ranking: list[ScoredHop] | None = None
-        shown = pool
-        if self.config.kind == "hybrid" or len(pool) > self.config.prefilter:
-            ranking = self._ranked(question, pool)
-            shown = [s.hop for s in ranking[: self.config.prefilter]]
-            event["prefilter"] = self.similarity
         event["shown"] = len(shown)
         listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(shown, start=1))
         reply = ask_reply(self.llm, self.signature, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,

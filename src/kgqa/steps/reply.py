@@ -74,8 +74,9 @@ def ask_reply(llm: ChatModel, signature: Signature, *, max_tokens: int | None = 
         params["seed"] = seed
     try:
         messages = signature.messages(**inputs)
-        return StepResult.success(ask_json(llm, messages, signature.reply, step=signature.step, salvage=salvage,
-                                           **params))
+        with signature.asking(inputs):
+            return StepResult.success(ask_json(llm, messages, signature.reply, step=signature.step, salvage=salvage,
+                                               **params))
     except StructuredOutputError as exc:
         return StepResult.failed(str(exc))
 

@@ -58,7 +58,7 @@ import re
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -76,9 +76,13 @@ from kgqa.steps.answers import presentable
 from kgqa.steps.explore import Action, Judgement
 from kgqa.steps.foresight.graph import Caps, expand, rank_answers
 from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
+from kgqa.steps.losses import note_answer_cap
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import reached_view
 from kgqa.steps.reply import BudgetedModel, ask_reply
+
+if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
 
 PROMPTS = PromptBook.for_package("kgqa.methods.chains")
 #: How a user gets a scorer for a KG that has none (the end of the errors that say so).
@@ -95,7 +99,12 @@ class SubGoals(Reply):
     sub_questions: list[str] = Field(min_length=1)
 
 
-DECOMPOSE = Signature(PROMPTS, "decompose", SubGoals, "chains.decompose")
+def _oracle_sub_goals(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's decomposition: the question is its own sub-goal."""
+    return {"sub_questions": [str(ask.inputs["question"])]}
+
+
+DECOMPOSE = Signature(PROMPTS, "decompose", SubGoals, "chains.decompose", _oracle_sub_goals)
 
 
 class HopReading(BaseModel):
@@ -389,6 +398,7 @@ class Chains(ChainMethod):
                       linked=len(linked), kept=len(final), of=len(result.entities))
         if not final or len(final) >= len(result.entities):
             return []
+        note_answer_cap("chains.mention_constraint", result.entities, final, loss="answer_step")
         return final
 
     def _global_filter(self, question: Question, ctx: MethodContext, topics: list[str], main: Chain,

@@ -21,6 +21,7 @@ import numpy as np
 
 from kgqa.kg.base import Chain, Direction, Hop, format_chain
 from kgqa.steps.foresight.graph import ExpandedGraph, Triple
+from kgqa.steps.losses import note_relations
 from kgqa.steps.pruning import ScoredHop
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import StepResult
@@ -213,7 +214,8 @@ class ForesightPruner:
         self.step = step
 
     def prune(self, question: str, topic_names: Sequence[str], chain: Chain, candidates: Sequence[Hop], *,
-              trace: Trace | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
+              trace: Trace | None = None, from_topic: Chain | None = None,
+              **prompt_vars: str) -> StepResult[list[ScoredHop]]:
         direct = self.steering.hop_scores(chain, candidates)
         ahead = self.steering.hop_scores(chain, candidates, depth_left=max(0, self.max_depth - len(chain) - 1),
                                          floor=self.min_score)
@@ -223,6 +225,7 @@ class ForesightPruner:
         order = sorted((i for i in range(len(candidates)) if direct[i] > self.min_score),
                        key=lambda i: (candidates[i] != following, -ahead[i], -direct[i]))
         kept = [ScoredHop(candidates[i], ahead[i]) for i in order][: self.top_k]
+        note_relations(self.step, candidates, [s.hop for s in kept], chain=chain if from_topic is None else from_topic)
         scores = direct
         if trace is not None:
             trace.add(self.step, scorer="foresight", chain=format_chain(chain), candidates=len(candidates),

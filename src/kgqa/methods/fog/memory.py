@@ -11,6 +11,7 @@ Both steps' signatures (prompt, reply model, step) are declared here.
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -20,11 +21,14 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.fog.details import FoGDetails, MemoryRound
+from kgqa.normalize import normalize_label
 from kgqa.steps.answers import answer_items
 from kgqa.steps.foresight.graph import ExpandedGraph, Triple
+from kgqa.steps.losses import note_entities, note_stop
 from kgqa.steps.reply import BudgetedModel, ask_reply
 
 if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
     from kgqa.methods.fog.config import FoGConfig
     from kgqa.methods.fog.method import FoG
 
@@ -49,11 +53,44 @@ class MemoryIndexReply(Reply):
     subsequent_question: list[str] = Field(default_factory=list)
 
 
-DECOMPOSE = Signature(PROMPTS, "decompose", SubQuestions, "fog.decompose")
+#: A triple as the memory manager's prompt shows it: ``(head, relation, tail)`` (names may hold commas; relations not).
+_TRIPLE_RE = re.compile(r"^\((.*), ([^\s,]+), (.*)\)$")
+
+
+def _oracle_decomposition(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's decomposition: the question is its own sub-question (the gold chain guides no text here)."""
+    return {"sub_questions": [str(ask.inputs["question"])]}
+
+
+def _on_gold_walk(ask: OracleAsk, triple: str) -> bool:
+    """Whether a shown triple is one of a gold walk: a gold relation between nodes of a gold walk."""
+    found = _TRIPLE_RE.match(triple.strip())
+    if found is None:
+        return False
+    head, relation, tail = found.groups()
+    nodes = ask.gold.path_names | ask.gold.answer_names
+    return relation in ask.gold.relations and (normalize_label(head) in nodes or normalize_label(tail) in nodes)
+
+
+def _oracle_memory(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's memory manager: select the shown triples of gold walks (by number, or copied), and answer with the
+    gold answers the memory and the selected triples show; ask nothing more."""
+    by_index = ask.signature.prompt == "memory_index"
+    listed = ask.numbered("candidates") if by_index else list(enumerate(str(ask.inputs["candidates"]).splitlines(), 1))
+    right = [n for n, triple in listed if _on_gold_walk(ask, triple)]
+    chosen = ask.choose([n for n, _ in listed], right)
+    shown = dict(listed)
+    evidence = "\n".join([str(ask.inputs.get("memory", "")), *(shown[n] for n in chosen)])
+    answers = ask.answers_in(evidence)
+    return {"selected_triplets": chosen if by_index else [shown[n] for n in chosen],
+            "predict_answer": ask.choose(ask.path_in(evidence), answers), "subsequent_question": []}
+
+
+DECOMPOSE = Signature(PROMPTS, "decompose", SubQuestions, "fog.decompose", _oracle_decomposition)
 #: The memory manager copying the triples it keeps (``selection=copy``, the paper's).
-MEMORY = Signature(PROMPTS, "memory", MemoryReply, "fog.memory")
+MEMORY = Signature(PROMPTS, "memory", MemoryReply, "fog.memory", _oracle_memory)
 #: The memory manager naming the numbered triples it keeps (``selection=index``).
-MEMORY_INDEX = Signature(PROMPTS, "memory_index", MemoryIndexReply, "fog.memory")
+MEMORY_INDEX = Signature(PROMPTS, "memory_index", MemoryIndexReply, "fog.memory", _oracle_memory)
 SIGNATURES = (DECOMPOSE, MEMORY, MEMORY_INDEX)
 
 
@@ -94,6 +131,7 @@ def answer_with_llm(method: FoG, question: Question, seeds: list[str], scorer: A
         if isinstance(outcome, Prediction):
             return outcome
         sub_questions = outcome or sub_questions
+    note_stop("fog.rounds", "budget_limit")
     graph = method.expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=cfg.rounds + 1,
                           skip=set())
     return method.graph_answer(graph, ctx, source="graph reading after the memory rounds",
@@ -124,6 +162,7 @@ def _memory_round(llm: BudgetedModel, question: Question, graph: ExpandedGraph, 
     """One memory-manager call over the round's potential subgraph: the answer when it gives one the memory
     supports, else the next sub-questions (``memory`` and ``rejected`` are updated in place)."""
     shown = _potential(graph, cfg.tau_p, cfg.max_potential, exclude=set(memory))
+    note_entities("fog.potential", graph.node_entity, _entities(memory + shown))
     display = _display(ctx.kg, memory + shown)
     if cfg.selection == "index":
         signature, budget = MEMORY_INDEX, cfg.memory_tokens or min(400, 96 + 4 * len(shown))
@@ -139,6 +178,7 @@ def _memory_round(llm: BudgetedModel, question: Question, graph: ExpandedGraph, 
         return []
     value = step.value
     selected, invented = _selected(value.selected_triplets, shown, memory, display)
+    note_entities("fog.memory", _entities(memory + shown), _entities(memory + selected))
     memory.extend(t for t in selected if t in shown)
     rejected.update(t for t in shown if t not in selected)
     names = ctx.kg.names(list({x for t in memory for x in (t[0], t[2])}))
@@ -187,6 +227,10 @@ def _selected(items: list[Any], shown: list[Triple], memory: list[Triple], displ
         elif triple not in memory and triple not in selected:
             selected.append(triple)
     return selected, invented
+
+
+def _entities(triples: list[Triple]) -> list[str]:
+    return [x for t in triples for x in (t[0], t[2])]
 
 
 def _potential(graph: ExpandedGraph, tau_p: float, limit: int, exclude: set[Triple] | frozenset[Triple] = frozenset()

@@ -70,6 +70,7 @@ from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, PatternPrior, RankedAnswer, Triple, pattern_name
 from kgqa.steps.foresight.loading import ScorerLoader
+from kgqa.steps.losses import note_answer_cap, note_entities
 from kgqa.text import load_embedder
 
 
@@ -219,6 +220,8 @@ class FoG(KGQAMethod):
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")
         potential = sum(1 for s in graph.scores if s > cfg.tau_p)
+        # the scorer's cut (tau_e) and the hub caps decide what of the neighbourhood is kept (loss attribution)
+        note_entities("fog.expand", None, graph.node_entity, loss="relation_pruning")
         account = Expansion(round=round_, typed=bool(typed_ends), scored=graph.scored, kept=len(graph),
                             layers=max(graph.layers, default=0), potential=potential, cut=dict(graph.cut))
         ctx.trace.add("fog.expand", **account.model_dump(), sub_questions=texts, nodes=len(graph.node_entity),
@@ -285,6 +288,7 @@ class FoG(KGQAMethod):
             ranked = self._rank(graph, ctx, prior)
         potential = sum(1 for s in graph.scores if s > self.reading.tau_p)
         ids = [a.entity for a in ranked]
+        note_answer_cap("fog.max_answers", ids, ids[: cfg.max_answers])
         items = answer_items(ctx.kg, ids, limit=cfg.max_answers)
         evidence: list[list[str]] = []
         paths: list[str] = []

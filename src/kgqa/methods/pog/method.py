@@ -34,7 +34,7 @@ Where kgqa differs from PoG's code, and why:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,7 +44,7 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone
+from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone, answer_from_evidence, judge_sufficiency
 from kgqa.methods.registry import register_method
 from kgqa.steps.entities import (
     Candidate,
@@ -52,13 +52,16 @@ from kgqa.steps.entities import (
     EntityScorerChoice,
     EntityScores,
     resolve_entity_scorer,
+    score_gold_entities,
     topics_in_kg,
 )
+from kgqa.steps.losses import note_answer_cap, note_entities, note_stop
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationChoice,
     RelationPruner,
+    choose_gold_relations,
     pruner_needs_embedder,
     resolve_pruner,
     similarity_order,
@@ -75,6 +78,9 @@ from kgqa.steps.walks import (
     shown_triples,
     verbalize_triples,
 )
+
+if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
 
 PROMPTS = PromptBook.for_package("kgqa.methods.pog")
 
@@ -98,13 +104,45 @@ class Reflection(Reply):
     reason: str = ""
 
 
-DECOMPOSE = Signature(PROMPTS, "decompose", SubObjectives, "pog.decompose")
-RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "pog.relations")
-ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "pog.entities")
-UPDATE_MEMORY = Signature(PROMPTS, "update_memory", Memory, "pog.memory")
-REASON = Signature(PROMPTS, "reason", Sufficiency, "pog.reason")
-REFLECT = Signature(PROMPTS, "reflect", Reflection, "pog.reflect")
-GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "pog.generate")
+def _oracle_subobjectives(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's plan: the question itself is its one sub-objective (the relations come from the gold chain as the
+    search chooses them)."""
+    return {"subobjectives": [str(ask.inputs["question"])]}
+
+
+def _oracle_memory(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's memory: every sub-objective solved once the triples shown hold a gold answer, with those answers."""
+    answers = ask.answers_in(ask.text("triples"))
+    solved = ask.judge(bool(answers))
+    numbers = [n for n, _ in ask.numbered("subobjectives")]
+    return {"solved": numbers if solved else [], "known": f"The answer is {'; '.join(answers)}." if solved else ""}
+
+
+def _oracle_reflection(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's reflection: add the left-out entities on a gold walk, else go back to earlier ones on it when the
+    current entities are off it, else continue."""
+    def labelled(name: str, prefix: str) -> list[str]:
+        return [f"{prefix}{n}" for n, text in ask.numbered(name) if ask.on_path(text)]
+
+    add, back = labelled("left_out", "A"), labelled("earlier", "B")
+    if add:
+        action, chosen = "add", add
+    elif back and not ask.on_path(str(ask.inputs.get("current", ""))):
+        action, chosen = "backtrack", back
+    else:
+        action, chosen = "continue", []
+    action = action if ask.judge(True) else ask.rng.choice(["continue", "add", "backtrack"])
+    return {"action": action, "entities": chosen if action != "continue" else [],
+            "reason": "the entities named lie on the way to the answer" if chosen else "the current entities lead on"}
+
+
+DECOMPOSE = Signature(PROMPTS, "decompose", SubObjectives, "pog.decompose", _oracle_subobjectives)
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "pog.relations", choose_gold_relations)
+ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "pog.entities", score_gold_entities)
+UPDATE_MEMORY = Signature(PROMPTS, "update_memory", Memory, "pog.memory", _oracle_memory)
+REASON = Signature(PROMPTS, "reason", Sufficiency, "pog.reason", judge_sufficiency)
+REFLECT = Signature(PROMPTS, "reflect", Reflection, "pog.reflect", _oracle_reflection)
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "pog.generate", answer_from_evidence)
 
 
 class PoGRound(BaseModel):
@@ -211,6 +249,7 @@ class PoG(KGQAMethod):
         for round_no in range(1, cfg.max_rounds + 1):
             frontier = [p for p in frontier if len(p.hops) < cfg.depth]
             if not frontier:
+                note_stop("pog.depth", "depth_limit", depth=cfg.depth)
                 return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
             selected, left_out = self._expand(question, ctx, frontier, relations, entities, goals, round_no, visited)
             if not selected:
@@ -231,11 +270,13 @@ class PoG(KGQAMethod):
             frontier = selected
             action, chosen = self._reflect(question, ctx, goals, memory, selected, left_out, earlier,
                                            reverses < cfg.max_reverse, round_no)
+            note_entities("pog.reflect", [p.end for p in chosen])  # a left-out or earlier node taken back
             if action == "add":
                 frontier = selected + [p for p in chosen if p not in selected]
             elif action == "backtrack":
                 reverses += 1
                 frontier = chosen
+        note_stop("pog.rounds", "budget_limit")
         return self._direct(question, ctx, f"{cfg.max_rounds} rounds without sufficient knowledge")
 
     def _decompose(self, question: Question, ctx: MethodContext) -> list[str]:
@@ -262,8 +303,8 @@ class PoG(KGQAMethod):
             if not hops:
                 continue
             label = names.get(path.end) or path.end
-            kept = relations.prune(question.text, [label], (), hops, trace=ctx.trace, entity=label,
-                                   subobjectives=goals).value or []
+            kept = relations.prune(question.text, [label], (), hops, trace=ctx.trace, at=path.end,
+                                   depth=len(path.hops) + 1, entity=label, subobjectives=goals).value or []
             for scored in kept:
                 for node in hop_neighbours(kg, path.end, scored.hop, limit=cfg.neighbour_limit,
                                            visited=visited.union(path.nodes)):
@@ -271,11 +312,14 @@ class PoG(KGQAMethod):
         nodes = list(candidates)
         node_names = kg.names(nodes)
         named = [n for n in nodes if node_names.get(n)]
-        nameless = [n for n in nodes if not node_names.get(n)][: cfg.width]
+        nameless = [n for n in nodes if not node_names.get(n)]
+        note_entities("pog.nameless", nameless, nameless[: cfg.width])
+        nameless = nameless[: cfg.width]
         shown = named
         if len(named) > cfg.prefilter_entities:
             order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(n) or "" for n in named])
             shown = [named[i] for i in order[: cfg.prefilter_entities]]
+            note_entities("pog.prefilter", named, shown)
         kept_ids: list[str] = []
         if len(shown) <= cfg.width:
             kept_ids = list(shown)
@@ -313,6 +357,7 @@ class PoG(KGQAMethod):
     def _reason(self, question: Question, ctx: MethodContext, memory: str, gathered: list[WalkPath],
                 round_no: int) -> Prediction | None:
         lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
+        note_answer_cap("pog.reason", [n for p in gathered for n in p.nodes], nodes)
         reply = ask_reply(ctx.llm, REASON, max_tokens=self.config.reason_tokens, temperature=self.config.temperature,
                           seed=ctx.seed, question=question.text, memory=memory, triples="\n".join(lines))
         event = ctx.trace.add("pog.reason", round=round_no)
@@ -325,6 +370,7 @@ class PoG(KGQAMethod):
         account.sufficient, account.reason = reply.value.sufficient, reply.value.reason
         if not reply.value.sufficient or not reply.value.answers:
             return None
+        note_stop("pog.reason", "judge_stop")
         items = link_answers(ctx.kg, reply.value.answers, nodes)[: self.config.max_answers]
         ends = linked_nodes(items, nodes, ctx.kg)
         grounding = Grounding.SYNTHESIS if ends else Grounding.PARAMETRIC

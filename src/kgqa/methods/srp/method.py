@@ -43,7 +43,7 @@ Where kgqa differs from the paper, and why:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -54,11 +54,19 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, generate_answers
+from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, answer_from_evidence, generate_answers
 from kgqa.methods.registry import register_method
 from kgqa.methods.srp.trainer import TRAINERS
 from kgqa.steps.entities import topics_in_kg
-from kgqa.steps.pruning import PrunerChoice, PruningConfig, RelationChoice, RelationPruner, resolve_pruner
+from kgqa.steps.losses import note_answer_cap, note_entities, note_relations, note_stop
+from kgqa.steps.pruning import (
+    PrunerChoice,
+    PruningConfig,
+    RelationChoice,
+    RelationPruner,
+    choose_gold_relations,
+    resolve_pruner,
+)
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
@@ -70,6 +78,9 @@ from kgqa.steps.walks import (
     node_label,
     path_evidence,
 )
+
+if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
 
 PROMPTS = PromptBook.for_package("kgqa.methods.srp")
 
@@ -94,12 +105,34 @@ class Judgement(Reply):
     message: str = ""
 
 
-RELATION_CHECK = Signature(PROMPTS, "prune_relations", RelationChoice, "srp.relation_check")
-PLAN = Signature(PROMPTS, "plan", Plan, "srp.plan")
-JUDGE = Signature(PROMPTS, "judge", Judgement, "srp.judge")
-EDIT = Signature(PROMPTS, "edit", Plan, "srp.edit")
-ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "srp.answer")
-GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "srp.generate")
+def _oracle_plan(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's plan (and edit): the gold relation paths, each hop written as the relation lists write it."""
+    paths = [[f"{relation} (incoming)" if backward else relation for relation, backward in chain]
+             for chain in ask.gold.chains]
+    return {"paths": ask.choose([[r] for r in _listed_relations(ask)], paths) or [["(none)"]]}
+
+
+def _listed_relations(ask: OracleAsk) -> list[str]:
+    """The relations the prompt lists (comma-separated), the plan's wrong picks."""
+    return [r.strip() for r in str(ask.inputs.get("relations", "")).split(",") if r.strip() and r.strip() != "(none)"]
+
+
+def _oracle_judgement(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's judge: have-answer keeping the sequences that reach a gold answer, else no-answer."""
+    listed = ask.numbered("sequences")
+    right = [n for n, text in listed if ask.answers_in(text)]
+    keep = ask.choose([n for n, _ in listed], right)
+    have = ask.judge(bool(right))
+    return {"verdict": "have_answer" if have else "no_answer", "keep": keep if have else [],
+            "message": "the kept sequences reach the answer" if have else "no sequence reaches the answer"}
+
+
+RELATION_CHECK = Signature(PROMPTS, "prune_relations", RelationChoice, "srp.relation_check", choose_gold_relations)
+PLAN = Signature(PROMPTS, "plan", Plan, "srp.plan", _oracle_plan)
+JUDGE = Signature(PROMPTS, "judge", Judgement, "srp.judge", _oracle_judgement)
+EDIT = Signature(PROMPTS, "edit", Plan, "srp.edit", _oracle_plan)
+ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "srp.answer", answer_from_evidence)
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "srp.generate", answer_from_evidence)
 
 
 class SRPRound(BaseModel):
@@ -216,6 +249,7 @@ class SRP(KGQAMethod):
         for step in range(cfg.max_edits + 1):
             inst = self._instantiate(ctx, topics, paths, step)
             shown = inst.paths[: cfg.max_sequences]
+            note_answer_cap("srp.sequences", _nodes(inst.paths, topics), _nodes(shown, topics))
             audits.append(Audit(check="srp.retrieved", claim=None, nodes=_nodes(inst.paths, topics), step=step))
             if not cfg.reflection:
                 kept = shown
@@ -227,10 +261,13 @@ class SRP(KGQAMethod):
             audits.append(Audit(check="srp.judge", claim=verdict == "have_answer", nodes=_nodes(judged, topics),
                                 step=step))
             if verdict == "have_answer":
+                note_answer_cap("srp.judge", _nodes(shown, topics), _nodes(kept, topics))
+                note_stop("srp.judge", "judge_stop")
                 break
             if step == cfg.max_edits:
                 kept = kept or shown
                 ctx.trace.add("srp.edits_exhausted", edits=edits)
+                note_stop("srp.edits", "budget_limit")
                 break
             paths = self._edit(question, ctx, topic_names, paths, message, kept or shown, inst, references, step)
             edits += 1
@@ -306,6 +343,7 @@ class SRP(KGQAMethod):
                 # directed_by and back (to other films; the node just left is not offered again).
                 available = list(dict.fromkeys(h for p in frontier for h in entity_hops(ctx.kg, p.end)))
                 matched = _match_relation(relation, available, scorer, cfg.retrieval_top_k, cfg.min_match)
+                note_relations("srp.instantiate", available, matched, at=[p.end for p in frontier])
                 matches_log.append({"relation": relation, "available": len(available),
                                     "matched": [describe_hop(h) for h in matched]})
                 if not matched:
@@ -324,6 +362,7 @@ class SRP(KGQAMethod):
                             extended.append(p.extend(hop, node))
                 if len(extended) > cfg.max_paths:
                     out.truncated = True
+                    note_entities("srp.max_paths", [p.end for p in extended], [p.end for p in extended[: cfg.max_paths]])
                     extended = extended[: cfg.max_paths]
                 if not extended:
                     out.error = out.error or f"relation {relation} reaches no entity"

@@ -48,7 +48,14 @@ from kgqa.kg.base import Hop
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone, generate_answers
+from kgqa.methods.llm_only import (
+    ReasonedAnswer,
+    Sufficiency,
+    answer_alone,
+    answer_from_evidence,
+    generate_answers,
+    judge_sufficiency,
+)
 from kgqa.methods.registry import register_method
 from kgqa.steps.entities import (
     Candidate,
@@ -56,13 +63,16 @@ from kgqa.steps.entities import (
     EntityScorerChoice,
     EntityScores,
     resolve_entity_scorer,
+    score_gold_entities,
     topics_in_kg,
 )
+from kgqa.steps.losses import note_answer_cap, note_entities, note_stop
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationChoice,
     RelationPruner,
+    choose_gold_relations,
     pruner_needs_embedder,
     resolve_pruner,
 )
@@ -81,12 +91,12 @@ from kgqa.steps.walks import (
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
-RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "tog.relations")
-ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "tog.entities")
-REASON = Signature(PROMPTS, "reason", Sufficiency, "tog.reason")
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "tog.relations", choose_gold_relations)
+ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "tog.entities", score_gold_entities)
+REASON = Signature(PROMPTS, "reason", Sufficiency, "tog.reason", judge_sufficiency)
 #: the half stop: the model answers from the triples gathered so far
-ANSWER_FROM_TRIPLES = Signature(PROMPTS, "answer_from_triples", ReasonedAnswer, "tog.answer")
-GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "tog.generate")
+ANSWER_FROM_TRIPLES = Signature(PROMPTS, "answer_from_triples", ReasonedAnswer, "tog.answer", answer_from_evidence)
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "tog.generate", answer_from_evidence)
 
 
 class KeptPath(BaseModel):
@@ -199,6 +209,7 @@ class ToG(KGQAMethod):
                                                                        f"{depth}")
                 candidates.sort(key=lambda c: -c.score)  # stable: ties keep the exploration order
                 beam = [c.path for c in candidates[: cfg.width]]
+                note_entities("tog.beam", [c.path.end for c in candidates], [p.end for p in beam], depth=depth)
                 gathered.extend(beam)
                 kept = Beam(depth=depth, candidates=len(candidates), kept=[
                     KeptPath(path=verbalize_triples(ctx.kg, list(c.path.triples)), score=round(c.score, 4))
@@ -210,6 +221,7 @@ class ToG(KGQAMethod):
                     return done
         except (KGError, LLMError) as exc:
             return self._direct(question, ctx, f"{type(exc).__name__} during exploration: {exc}")
+        note_stop("tog.depth", "depth_limit", depth=cfg.depth)
         return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
 
     # -- one depth -------------------------------------------------------------------------------------------------
@@ -226,7 +238,8 @@ class ToG(KGQAMethod):
             if not hops:
                 continue
             label = names.get(entity) or entity
-            pruned = relations.prune(question.text, [label], (), hops, trace=ctx.trace, entity=label)
+            pruned = relations.prune(question.text, [label], (), hops, trace=ctx.trace, at=entity, depth=depth,
+                                     entity=label)
             kept = pruned.value or []
             total = sum(max(s.score, 0.0) for s in kept)
             for scored in kept:
@@ -235,16 +248,17 @@ class ToG(KGQAMethod):
                 sampled = reached
                 if cfg.sample_above is not None and len(reached) >= cfg.sample_above:
                     sampled = seeded_sample(reached, cfg.retain, rng)
+                    note_entities("tog.sample", reached, sampled, depth=depth, loss="entity_sample")
                 event = ctx.trace.add("tog.neighbours", depth=depth, entity=entity, relation=describe_hop(scored.hop),
                                       reached=len(reached), sampled=len(sampled) if sampled is not reached else None)
                 for node, entity_score in self._score_entities(question, ctx, entities, label, scored.hop, sampled,
-                                                               event):
+                                                               event, depth):
                     out.append(_Candidate(path.extend(scored.hop, node), relation_score * entity_score,
                                           relation_score, entity_score))
         return out
 
     def _score_entities(self, question: Question, ctx: MethodContext, entities: EntityPruner, label: str, hop: Hop,
-                        nodes: list[str], event: dict[str, Any]) -> list[tuple[str, float]]:
+                        nodes: list[str], event: dict[str, Any], depth: int) -> list[tuple[str, float]]:
         """(node, score) for at most ``retain`` nodes, scores summing to 1; a single node scores 1 without a call."""
         if len(nodes) <= 1:
             return [(n, 1.0) for n in nodes]
@@ -256,7 +270,8 @@ class ToG(KGQAMethod):
         if len(named) == 1:
             scored.append((named[0].id, share))
         elif named:
-            result = entities.prune(question.text, named, trace=ctx.trace, entity=label, relation=describe_hop(hop))
+            result = entities.prune(question.text, named, trace=ctx.trace, depth=depth, entity=label,
+                                    relation=describe_hop(hop))
             kept = result.value or []
             total = sum(max(e.score, 0.0) for e in kept)
             named_share = len(named) / len(nodes)
@@ -264,6 +279,7 @@ class ToG(KGQAMethod):
                 weight = max(e.score, 0.0) / total if total > 0 else 1.0 / len(kept)
                 scored.append((e.id, weight * named_share))
         scored.sort(key=lambda x: -x[1])
+        note_entities("tog.retain", nodes, [n for n, _ in scored[: self.config.retain]], depth=depth)
         event["kept"] = len(scored[: self.config.retain])
         return scored[: self.config.retain]
 
@@ -271,6 +287,7 @@ class ToG(KGQAMethod):
 
     def _reason(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], depth: int) -> Prediction | None:
         lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
+        note_answer_cap("tog.reason", [n for p in gathered for n in p.nodes], nodes)
         reply = ask_reply(ctx.llm, REASON, max_tokens=self.config.reason_tokens, temperature=self.config.reason_temperature,
                           question=question.text, triples="\n".join(lines))
         event = ctx.trace.add("tog.reason", depth=depth, triples=len(lines))
@@ -284,6 +301,7 @@ class ToG(KGQAMethod):
         details.reasoning.append(Reasoning(depth=depth, sufficient=reply.value.sufficient, reason=reply.value.reason))
         if not reply.value.sufficient or not reply.value.answers:
             return None
+        note_stop("tog.reason", "judge_stop", depth=depth)
         return self._prediction(ctx, reply.value.answers, gathered, nodes, "reasoning")
 
     def _from_triples(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], cause: str) -> Prediction:

@@ -44,7 +44,7 @@ Where kgqa differs from the paper and its code, and why:
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -55,16 +55,18 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply, is_placeholder
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, generate_answers
+from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, answer_from_evidence, generate_answers
 from kgqa.methods.registry import register_method
-from kgqa.steps.answers import FilterChoice, choose_candidates
+from kgqa.steps.answers import FilterChoice, choose_candidates, keep_gold_candidates
 from kgqa.steps.entities import resolve_entity_scorer, topics_in_kg
+from kgqa.steps.losses import note_entities, note_relations, note_stop
 from kgqa.steps.pruning import (
     PrunerChoice,
     PruningConfig,
     RelationChoice,
     RelationPruner,
     adaptive_width,
+    choose_gold_relations,
     resolve_pruner,
     similarity_order,
 )
@@ -79,6 +81,9 @@ from kgqa.steps.walks import (
     path_evidence,
     verbalize_triples,
 )
+
+if TYPE_CHECKING:
+    from kgqa.llm.oracle import OracleAsk
 
 PROMPTS = PromptBook.for_package("kgqa.methods.vog")
 _ACTION_RE = re.compile(r"^\s*(Search|Finish)\s*\[(.*)\]\s*$", re.S | re.I)
@@ -141,13 +146,43 @@ class Verification(Reply):
     revised_observation: str = ""
 
 
-PLAN = Signature(PROMPTS, "plan", Plan, "vog.plan")
-RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "vog.relations")
-SELECT_ENTITIES = Signature(PROMPTS, "select_entities", FilterChoice, "vog.entities")
-VERIFY = Signature(PROMPTS, "verify", Verification, "vog.verify")
-REVISE = Signature(PROMPTS, "revise", Plan, "vog.revise")
-ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "vog.answer")
-GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "vog.generate")
+def _gold_steps(ask: OracleAsk, start: int = 0) -> list[dict[str, str]]:
+    """The oracle's plan from gold hop ``start`` on: one Search per hop of the (first) gold chain, then Finish (the
+    answer is not known before the graph shows it, so Finish names none)."""
+    chain = ask.gold.chains[0] if ask.gold.chains else ()
+    steps = [{"thought": f"Follow {relation}{' backwards' if backward else ''}.", "action": f"Search[{relation}]",
+              "predicted": ""} for relation, backward in chain[start:]]
+    return [*steps, {"thought": "Answer from what the graph showed.", "action": "Finish[]", "predicted": ""}]
+
+
+def _oracle_plan(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's plan: the gold chain's hops as searches, then Finish."""
+    return {"steps": _gold_steps(ask)}
+
+
+def _oracle_revision(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's revision: the gold plan again from the hop the disagreeing step searched for."""
+    current = str(ask.inputs.get("current", ""))
+    chain = ask.gold.chains[0] if ask.gold.chains else ()
+    start = next((i for i, (relation, _) in enumerate(chain) if f"Search[{relation}]" in current), 0)
+    return {"steps": _gold_steps(ask, start)}
+
+
+def _oracle_verification(ask: OracleAsk) -> dict[str, Any]:
+    """The oracle's verification: consistent when the observation shows a node of a gold walk, else revise."""
+    observation = str(ask.inputs.get("observation", ""))
+    revise = ask.judge(not ask.on_path(observation))
+    return {"revise": revise, "reason": "the graph shows nothing on the way to the answer" if revise else
+            "the graph shows the way on", "revised_observation": ""}
+
+
+PLAN = Signature(PROMPTS, "plan", Plan, "vog.plan", _oracle_plan)
+RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "vog.relations", choose_gold_relations)
+SELECT_ENTITIES = Signature(PROMPTS, "select_entities", FilterChoice, "vog.entities", keep_gold_candidates)
+VERIFY = Signature(PROMPTS, "verify", Verification, "vog.verify", _oracle_verification)
+REVISE = Signature(PROMPTS, "revise", Plan, "vog.revise", _oracle_revision)
+ANSWER = Signature(PROMPTS, "answer", ReasonedAnswer, "vog.answer", answer_from_evidence)
+GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "vog.generate", answer_from_evidence)
 
 
 class Observed(BaseModel):
@@ -288,6 +323,9 @@ class _Run:
         self._last_observation = ""
         self.observations: list[tuple[PlanStep, list[str]]] = []  # verified steps and their observations in words
         self.paths: list[WalkPath] = []  # every path kept, for evidence
+        # the facts of mediator (CVT) nodes each observation showed: answers may be read from them too
+        self.facts: list[tuple[str, str, str]] = []
+        self._step_facts: list[tuple[str, str, str]] = []
         self.seen_entities: set[str] = set()
         self.candidate_answers: list[list[str]] = []
         self.revisions = 0
@@ -308,6 +346,7 @@ class _Run:
             while index < len(plan):
                 step = plan[index]
                 if step.kind == "finish":
+                    note_stop("vog.finish", "judge_stop")
                     break
                 executed += 1
                 if executed > cfg.max_steps:
@@ -328,15 +367,20 @@ class _Run:
                         break
                     kept, lines = self._retrieve(step, frontier, index)
                 if step.kind == "finish":
+                    note_stop("vog.finish", "judge_stop")
                     break
                 self.observations.append((step, lines))
+                self.facts += self._step_facts
                 if kept:
                     self.paths.extend(kept)
                     frontier = kept
                 index += 1
+            else:
+                note_stop("vog.plan_end", "judge_stop")  # the plan ended without a Finish step
         except _Budget as stop:
             self.ctx.trace.add("vog.limit", cause=str(stop))
             self.details.limit = str(stop)
+            note_stop("vog.limit", "budget_limit")
         return self._answer()
 
     def _ask(self, signature: Signature, max_tokens: int, **values: Any) -> Any:
@@ -361,7 +405,8 @@ class _Run:
         query = f"{step.target} {step.thought}".strip() or step.predicted or self.question.text
         hops = list(dict.fromkeys(h for p in frontier for h in entity_hops(self.kg, p.end, exclude=p.back_hop())))
         names = self.kg.names(list(dict.fromkeys(p.end for p in frontier)))
-        chosen = self._relations(query, hops, [n for n in dict.fromkeys(names.values()) if n][:5] or ["(mediator)"])
+        chosen = self._relations(query, hops, [n for n in dict.fromkeys(names.values()) if n][:5] or ["(mediator)"],
+                                 [p.end for p in frontier])
         kept: list[WalkPath] = []
         for hop in chosen:
             extensions = [p.extend(hop, n) for p in frontier
@@ -369,7 +414,8 @@ class _Run:
                                                   visited=p.nodes)]
             kept += self._entities(query, extensions)
         triples = [p.triples[-1] for p in kept]
-        triples += self._mediator_facts(kept)
+        self._step_facts = self._mediator_facts(kept)
+        triples += self._step_facts
         lines = verbalize_triples(self.kg, list(dict.fromkeys(triples)))
         repeats = {p.end for p in kept} & self.seen_entities
         self.seen_entities.update(p.end for p in kept)
@@ -379,7 +425,8 @@ class _Run:
         self._repeats = bool(repeats)
         return kept, lines
 
-    def _relations(self, query: str, hops: list[Hop], where: list[str]) -> list[Hop]:
+    def _relations(self, query: str, hops: list[Hop], where: list[str], ends: list[str]) -> list[Hop]:
+        """The relations kept of ``hops`` (leaving the frontier ``ends``, named ``where`` in the prompt)."""
         if not hops:
             return []
         shown = hops
@@ -387,10 +434,11 @@ class _Run:
             order, sims = similarity_order(self.ctx.embedder, query, [verbalize_relation(h) for h in hops])
             width = adaptive_width(sims)
             shown = [hops[i] for i in order[:width]]
+            note_relations("vog.prefilter", hops, shown, at=ends)
         pruner = RelationPruner(PruningConfig(kind=self.relation_kind, top_k=min(self.cfg.relation_width, len(shown)),
                                               prefilter=max(len(shown), 1), fill=False),
                                 llm=self.llm, embedder=self.ctx.embedder, signature=RELATIONS, seed=self.ctx.seed)
-        result = pruner.prune(query, where, (), shown, trace=self.ctx.trace)
+        result = pruner.prune(query, where, (), shown, trace=self.ctx.trace, at=ends)
         return [s.hop for s in result.value or []]
 
     def _entities(self, query: str, extensions: list[WalkPath]) -> list[WalkPath]:
@@ -399,15 +447,19 @@ class _Run:
             return []
         names = self.kg.names([p.end for p in extensions])
         named = [p for p in extensions if names.get(p.end)]
-        mediators = [p for p in extensions if not names.get(p.end)][:10]
+        mediators = [p for p in extensions if not names.get(p.end)]
+        note_entities("vog.mediators", [p.end for p in mediators], [p.end for p in mediators[:10]])
+        mediators = mediators[:10]
         shown = named
         if len(named) > self.cfg.prefilter_above:
             order, sims = similarity_order(self.ctx.embedder, query, [names.get(p.end) or "" for p in named])
             width = adaptive_width(sims)
             shown = [named[i] for i in order[:width]]
+            note_entities("vog.prefilter_entities", [p.end for p in named], [p.end for p in shown])
         if len(shown) <= 1 or self.entity_kind == "embedding":
             if len(shown) > self.cfg.entity_width:
                 order, _ = similarity_order(self.ctx.embedder, query, [names.get(p.end) or "" for p in shown])
+                note_entities("vog.entities", [p.end for p in shown], [shown[i].end for i in order[: self.cfg.entity_width]])
                 shown = [shown[i] for i in order[: self.cfg.entity_width]]
             return shown + mediators
         ids = [p.end for p in shown]
@@ -415,6 +467,7 @@ class _Run:
         keep = set(chosen.value.kept if chosen.value is not None else [])
         if not keep:
             keep = set(ids[: self.cfg.entity_width])  # an empty or unreadable choice keeps the likeliest few
+        note_entities("vog.entities", ids, keep)
         return [p for p in shown if p.end in keep] + mediators
 
     def _mediator_facts(self, kept: list[WalkPath]) -> list[tuple[str, str, str]]:
@@ -513,14 +566,17 @@ class _Run:
                                                   observations="\n".join(lines[-60:]) or "(none)")
         except (StructuredOutputError, _Budget) as exc:
             answers, reasoning = [], f"no answer: {exc}"
-        nodes = [n for p in self.paths for n in p.nodes]
+        nodes = [n for p in self.paths for n in p.nodes] + [n for h, _, t in self.facts for n in (h, t)]
         items = link_answers(self.kg, answers, nodes)[: self.cfg.max_answers]
         linked = linked_nodes(items, nodes, self.kg)
         ends = linked - set(self.topics) or linked
         grounding = Grounding.STRUCTURED if ends else Grounding.PARAMETRIC
+        evidence = path_evidence(self.paths, ends)
+        evidence += [list(f) for f in dict.fromkeys(self.facts) if ends.intersection((f[0], f[2]))
+                     and list(f) not in evidence]
         self.ctx.trace.add("answer", grounding=str(grounding), reasoning=reasoning, linked=len(ends),
                            answers=len(items), revisions=self.revisions, arms=dict(self.arms))
-        return Prediction(answers=items, grounding=grounding, evidence=path_evidence(self.paths, ends), stats=stats)
+        return Prediction(answers=items, grounding=grounding, evidence=evidence, stats=stats)
 
 
 def _final_answers(steps: list[PlanStep]) -> list[str]:
