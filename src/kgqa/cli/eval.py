@@ -228,6 +228,29 @@ def report_command(run_dir: Path, no_plots: bool) -> None:
     click.echo(f"{run_dir}: {summary.get('n', 0)} questions, {headline(summary)}")
 
 
+@eval_group.command("diagnose")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--markdown", is_flag=True, help="Markdown tables instead of aligned text.")
+@click.option("--json", "as_json", is_flag=True, help="The loss table as JSON.")
+def diagnose_command(run_dir: Path, markdown: bool, as_json: bool) -> None:
+    """Where the gold was lost in RUN_DIR: for each missed question, the step at which the gold left the method's
+    candidates (relation pruning, an entity cap or sample, a depth or budget limit, a judge that stopped early, the
+    answer step, linking), counted with shares, by the step that lost it and per hop count and question type."""
+    from kgqa.eval.losses import diagnose_run
+    from kgqa.eval.report import render_loss_table
+
+    if not run_dir.is_dir():
+        raise ConfigError(f"run directory {run_dir} does not exist")
+    table = diagnose_run(run_dir)
+    if table is None:
+        raise ConfigError(f"{run_dir}: its results carry no loss attribution (a run scored before kgqa recorded it, "
+                          "or an imported run); run it again with kgqa eval")
+    if as_json:
+        click.echo(json.dumps(table, ensure_ascii=False, indent=2))
+        return
+    click.echo(render_loss_table(table, markdown=markdown), nl=False)
+
+
 @eval_group.command("import-run")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", required=True, metavar="pog|vog|aog",

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from kgqa.errors import ConfigError
+from kgqa.eval.losses import MEANINGS
 from kgqa.eval.metric_registry import METRICS, Format, Metric, Place, Section, shown_in
 from kgqa.eval.metrics import summarize
 from kgqa.eval.rundir import CONFIG_FILE, REPORT_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
 
-__all__ = ["REPORT_FILE", "compare_runs", "format_table", "headline", "load_summary", "render_report",
+__all__ = ["REPORT_FILE", "compare_runs", "format_table", "headline", "load_summary", "render_loss_table", "render_report",
            "write_plots", "write_report"]
 
 #: The rates of one audit check: (key in the check's summary, label suffix in the comparison), in the comparison's order.
@@ -96,6 +97,38 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, markdo
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The loss table
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100.0 * count / total:.1f}" if total else "-"
+
+
+def render_loss_table(table: Mapping[str, Any], *, markdown: bool = True, steps: int = 10) -> str:
+    """The loss table as text: losses with counts and shares (of the missed and of all questions), the steps that
+    lost most, and a column per loss for each breakdown."""
+    n, missed = int(table["questions"]), int(table["missed"])
+    counts: Mapping[str, int] = table["counts"]
+    lines = [f"{missed:,} of {n:,} questions missed (no gold answer among the answers).", ""]
+    if not missed:
+        return "\n".join(lines).rstrip() + "\n"
+    rows = [[loss, f"{count:,}", _share(count, missed), _share(count, n), MEANINGS.get(loss, "")]
+            for loss, count in counts.items()]
+    lines += [format_table(["loss", "questions", "% of missed", "% of all", "meaning"], rows, markdown=markdown), ""]
+    top = list(table.get("steps", {}).items())[:steps]
+    if top:
+        lines += [format_table(["loss @ step", "questions"], [[k, f"{v:,}"] for k, v in top], markdown=markdown), ""]
+    present = list(counts)
+    for key, groups in (table.get("by") or {}).items():
+        body = [[value, f"{g['questions']:,}", f"{g['missed']:,}",
+                 *[_share(int(g["counts"].get(loss, 0)), int(g["questions"])) for loss in present]]
+                for value, g in groups.items()]
+        lines += [f"By {key} (% of the questions of each {key}):", "",
+                  format_table([key, "questions", "missed", *present], body, markdown=markdown), ""]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -263,6 +296,13 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
         table = [[str(v), f"{g.get('n', 0):,}", *[_cell(g.get(m.name), m.format) for m in columns],
                   str(g.get("errors", 0))] for v, g in groups.items()]
         lines += [format_table([key, "n", *[_capitalised(m.short_label) for m in columns], "errors"], table), ""]
+
+    losses = summary.get("losses")
+    if losses:
+        lines += ["## Where the gold was lost", "",
+                  "For each missed question, the step at which the gold left the method's candidates (the harness "
+                  "compares each step's candidates with the gold chain; `kgqa eval diagnose` prints the same).", "",
+                  render_loss_table(losses).rstrip(), ""]
 
     errors = _errors(rows)
     if errors:

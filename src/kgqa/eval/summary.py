@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kgqa.eval.losses import loss_table
 from kgqa.eval.metrics import summarize
 from kgqa.eval.report import write_report
 from kgqa.eval.rundir import RESULTS_FILE, SUMMARY_FILE, RunDirError, read_config, read_results, write_json
@@ -40,6 +41,9 @@ def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
     run_config = read_config(path)
     # Completion order depends on workers and resumes; summing in id order makes the summary bit-for-bit repeatable.
     summary = summarize(sorted(rows, key=lambda r: str(r["id"])))
+    losses = loss_table(rows)
+    if losses is not None:
+        summary["losses"] = losses
     for key in CONFIG_KEYS:
         if key in run_config:
             summary[key] = run_config[key]
