@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kgqa.core import AnswerItem
@@ -152,3 +154,23 @@ def test_explorer_backtracks_then_stops_on_the_chain_the_judge_accepts() -> None
     never = RelationExplorer(kg, pruner, topics=["m.nolan"], max_depth=1, max_iterations=2, trace=ctx.trace,
                              label="main").run("?", ["Christopher Nolan"], lambda c, w: Judgement(Action.BACKTRACK))
     assert never.chain is None and never.failure in ("iteration budget of 2 spent", "every branch was explored or discarded")
+
+
+def test_a_walk_steps_back_to_siblings_unless_the_kg_names_reverses(tmp_path: Path) -> None:
+    from kgqa.steps.walks import WalkPath, back_hop_to_skip, entity_hops, walks_back
+    from kgqa.testing.movies import small_kg
+
+    triples = [("memento", "directed_by", "nolan"), ("inception", "directed_by", "nolan")]
+    generic = small_kg(tmp_path / "generic", triples)
+    freebase = small_kg(tmp_path / "freebase", [("m.memento", "film.film.directed_by", "m.nolan"),
+                                                ("m.nolan", "film.director.film", "m.memento")], schema="freebase")
+    back = Hop("directed_by", Direction.IN)
+    path = WalkPath.start("memento").extend(Hop("directed_by"), "nolan")
+    # MetaQA-like: no named reverse, so "films by the same director" needs the step back along directed_by
+    assert walks_back(generic, "auto") and back_hop_to_skip(generic, path, "auto") is None
+    assert back in entity_hops(generic, "nolan", exclude=back_hop_to_skip(generic, path, "auto"))
+    assert back not in entity_hops(generic, "nolan", exclude=back_hop_to_skip(generic, path, "never"))
+    # Freebase names the reverse (film.director.film): the step back is dropped, as the reference code drops it
+    fb_path = WalkPath.start("m.memento").extend(Hop("film.film.directed_by"), "m.nolan")
+    assert not walks_back(freebase, "auto") and walks_back(freebase, "always")
+    assert back_hop_to_skip(freebase, fb_path, "auto") == Hop("film.film.directed_by", Direction.IN)

@@ -51,6 +51,10 @@ class Schema:
     noise_exact: frozenset[str] = field(default_factory=frozenset)
     #: Relations whose object is a type (class) node: entity linking never links such a node (rdf:type always counts).
     type_relations: tuple[str, ...] = ()
+    #: Whether the vocabulary names the reverse of (most of) its relations, as Freebase's reverse properties do
+    #: (``film.director.film`` for ``film.film.directed_by``): a walk then reaches a node's siblings by the reverse,
+    #: and the step straight back along the edge it came by is redundant (:func:`kgqa.steps.walks.walks_back`).
+    names_reverses: bool = False
     #: Ids matching this grammar are safe to compile without an IRI check; anything else must be a valid IRI.
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x1f]+\Z"))
     relation_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^[^\x00-\x20]+\Z"))
@@ -118,6 +122,7 @@ class FreebaseSchema(Schema):
     noise_prefixes: tuple[str, ...] = ("type.object.", "common.", "freebase.", "type.type.", "kg.object_profile")
     noise_substrings: tuple[str, ...] = ("sameAs", "sameas")
     type_relations: tuple[str, ...] = ("type.object.type", "common.topic.notable_types")
+    names_reverses: bool = True
     entity_pattern: re.Pattern[str] = field(default_factory=lambda: FREEBASE_ID_RE)
     relation_pattern: re.Pattern[str] = field(
         default_factory=lambda: re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+\Z"))

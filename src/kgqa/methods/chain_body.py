@@ -44,6 +44,7 @@ from kgqa.steps.pruning import (
 )
 from kgqa.steps.relations import describe_chain, reached_view
 from kgqa.steps.reply import ask_reply
+from kgqa.steps.walks import WalkBack, walks_back
 
 if TYPE_CHECKING:
     from kgqa.llm.oracle import OracleAsk
@@ -212,6 +213,9 @@ class CoRConfig(MethodConfig):
                                                                      "16 + 24 per relation kept)")
     max_iterations: int = Field(default=12, ge=1, description="judgements per exploration (ours; the paper has none)")
     backtracking: bool = Field(default=True, description="False: the w/o relation backtrack ablation")
+    walk_back: WalkBack = Field(default="auto", description="the main chain may step back along its last relation to "
+                                "the siblings: auto unless the KG names its relations' reverses (Freebase), always, "
+                                "never (kgqa.steps.walks.walks_back)")
     sample_names: int = Field(default=5, ge=1, description="names of reached entities shown to the judge")
     max_options: int = Field(default=30, ge=1, description="recalled constraint values shown to the judge (the most "
                                                            "mentioned in the sub-question first)")
@@ -247,9 +251,6 @@ class ChainMethod(KGQAMethod):
     prompts: ClassVar[PromptBook]
     Details: ClassVar[type[MethodDetails]] = ChainDetails
     config: CoRConfig
-    #: Whether the main chain may walk back along its last relation to the siblings of where it stands (see
-    #: :func:`kgqa.steps.relations.search_relations`); CCoR does not (the paper's relation search).
-    walk_back: ClassVar[bool] = False
 
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
@@ -304,7 +305,7 @@ class ChainMethod(KGQAMethod):
             pruner = self._main_pruner(question, ctx, pruning, topics)
             explorer = RelationExplorer(ctx.kg, pruner, topics=topics, max_depth=self.config.depth_for(question),
                                         max_iterations=self.config.max_iterations, trace=ctx.trace, label="main",
-                                        walk_back=self.walk_back)
+                                        walk_back=walks_back(ctx.kg, self.config.walk_back))
             outcome = explorer.run(question.text, topic_names, lambda chain, waiting, t=topics, n=topic_names:
                                    self._judge_main(question, t, n, chain, waiting, ctx),
                                    backtracking=self.config.backtracking)

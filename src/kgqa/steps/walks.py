@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from kgqa.core import AnswerItem
 from kgqa.kg.base import Direction, Hop, KnowledgeGraph, is_literal
@@ -46,6 +47,30 @@ class WalkPath:
 def oriented_triple(entity: str, hop: Hop, other: str) -> Triple:
     """The KG triple behind one step of a walk: ``(entity, r, other)`` forwards, ``(other, r, entity)`` backwards."""
     return (entity, hop.relation, other) if hop.direction is Direction.OUT else (other, hop.relation, entity)
+
+
+#: When a walk may step straight back along the edge it came by (to the siblings of where it came from): ``auto``
+#: unless the KG names its relations' reverses (:attr:`kgqa.kg.schema.Schema.names_reverses`), ``always``, ``never``.
+WalkBack = Literal["auto", "always", "never"]
+
+
+def walks_back(kg: KnowledgeGraph, policy: WalkBack) -> bool:
+    """Whether a walk on ``kg`` under ``policy`` may step back along the edge it came by.
+
+    The reference code of ToG, PoG and CoR drops the relation a walk came by; on Freebase, which names the reverse of
+    its relations, the walk still reaches the siblings (the other films of a film's director) by the reverse. On a KG
+    that names no reverses (MetaQA's KB) dropping it leaves no way there, so ``auto`` keeps the step back on such a KG
+    (never to the node just left: walks skip the nodes they visited) and drops it on Freebase, as the code does.
+    """
+    if policy == "auto":
+        schema = getattr(kg, "schema", None)  # a KG object without one reads as a generic KG
+        return not getattr(schema, "names_reverses", False)
+    return policy == "always"
+
+
+def back_hop_to_skip(kg: KnowledgeGraph, path: WalkPath, policy: WalkBack) -> Hop | None:
+    """The hop ``entity_hops`` should leave out at the end of ``path`` under ``policy`` (None: none)."""
+    return None if walks_back(kg, policy) else path.back_hop()
 
 
 def entity_hops(kg: KnowledgeGraph, entity: str, *, exclude: Hop | None = None) -> list[Hop]:

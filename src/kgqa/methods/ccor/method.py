@@ -16,6 +16,11 @@ CoR (``cor``) is the ablation without the constraint chain: a Constraint action 
 
 Where kgqa differs from the paper, and why:
 
+* ``walk_back`` (``auto``): CoR's relation search lists the relations leaving the chain's end; on Freebase the step
+  back to the siblings of where the chain stands goes by a relation's named reverse. On a KG that names no reverses
+  (MetaQA's KB) the chain may instead step back along its last relation (MetaQA's "films by the same director"); on
+  Freebase it may not, as the code (:func:`kgqa.steps.walks.walks_back`; ``never`` everywhere is the code's
+  behaviour).
 * Temperature 0 (the paper uses 0.01, i.e. near-greedy) so runs repeat exactly and the request cache applies.
 * The answer-space judgement sees a bounded view of the entities the chain reaches (a count and up to 5 names, nameless
   CVT nodes counted), because the paper's question "are the current target entities of the right type" needs some

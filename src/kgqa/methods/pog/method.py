@@ -12,6 +12,10 @@ Defaults as the paper and its code: depth 4, width 3, 70 candidates before pruni
 
 Where kgqa differs from PoG's code, and why:
 
+* ``walk_back`` (``auto``): PoG's code drops the relation a path came by, and on Freebase a path still reaches the
+  siblings (a director's other films) by the relation's named reverse. On a KG that names no reverses (MetaQA's KB)
+  that leaves no way there, so there the hop back is offered, never to the node just left
+  (:func:`kgqa.steps.walks.walks_back`; ``never`` is the code's behaviour everywhere).
 * Relation and entity pruning use kgqa's shared scorers: the model names the ``width`` best relations / scores the
   candidates (``relation_pruner`` and ``entity_pruner``: ``auto`` is the embedding scorer for an offline local model
   and the LLM otherwise, as for every kgqa method). PoG's model writes its selections in free text.
@@ -68,7 +72,9 @@ from kgqa.steps.pruning import (
 )
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
+    WalkBack,
     WalkPath,
+    back_hop_to_skip,
     entity_hops,
     hop_neighbours,
     link_answers,
@@ -185,6 +191,9 @@ class PoGConfig(MethodConfig):
     prefilter: int = Field(default=30, ge=1, description="most relations one selection prompt lists")
     temperature: float = Field(default=0.3, ge=0.0, le=2.0, description="temperature of every call")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
+    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
+                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
+                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
     decompose_tokens: int = Field(default=96, ge=16)
     relation_tokens: int | None = Field(default=None, ge=1, description="None: 16 + 24 per relation")
     entity_tokens: int = Field(default=200, ge=16)
@@ -299,7 +308,7 @@ class PoG(KGQAMethod):
         names = kg.names([p.end for p in frontier])
         candidates: dict[str, WalkPath] = {}
         for path in frontier:
-            hops = entity_hops(kg, path.end, exclude=path.back_hop())
+            hops = entity_hops(kg, path.end, exclude=back_hop_to_skip(kg, path, cfg.walk_back))
             if not hops:
                 continue
             label = names.get(path.end) or path.end

@@ -16,8 +16,11 @@ Where kgqa differs from ToG's code, and why:
 
 * Sampling is seeded: candidates are drawn by a generator seeded from the run's seed and the question id, and the
   exploring calls carry the run's seed (ToG samples with the unseeded ``random`` module).
-* Head and tail lookups go the right way round (ToG's head-entity query template swaps its arguments), and the hop
-  straight back along the edge a path came in by is not offered again.
+* Head and tail lookups go the right way round (ToG's head-entity query template swaps its arguments).
+* ``walk_back`` (``auto``): ToG's code drops the relation a path came by, and on Freebase a path still reaches the
+  siblings (a director's other films) by the relation's named reverse. On a KG that names no reverses (MetaQA's KB)
+  that leaves no way there, so there the hop back is offered, never to the node just left
+  (:func:`kgqa.steps.walks.walks_back`; ``never`` is the code's behaviour everywhere).
 * Nameless mediator (CVT) nodes stay in the walk, shown as ``[mediator id]``, so a path through a CVT (film ->
   performance -> actor) is found (ToG drops nameless entities). They cannot be scored by name: each gets an equal share
   of its relation's score.
@@ -79,7 +82,9 @@ from kgqa.steps.pruning import (
 from kgqa.steps.relations import describe_hop
 from kgqa.steps.reply import ask_reply
 from kgqa.steps.walks import (
+    WalkBack,
     WalkPath,
+    back_hop_to_skip,
     entity_hops,
     hop_neighbours,
     link_answers,
@@ -146,6 +151,9 @@ class ToGConfig(MethodConfig):
     explore_temperature: float = Field(default=0.4, ge=0.0, le=2.0, description="temperature of the pruning calls")
     reason_temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="temperature of reasoning and answers")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
+    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
+                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
+                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
     relation_tokens: int | None = Field(default=None, ge=1, description="reply budget of relation pruning (None: 16 "
                                                                         "+ 24 per relation)")
     entity_tokens: int = Field(default=160, ge=16, description="reply budget of entity scoring")
@@ -234,7 +242,7 @@ class ToG(KGQAMethod):
         out: list[_Candidate] = []
         for path in beam:
             entity = path.end
-            hops = entity_hops(kg, entity, exclude=path.back_hop())
+            hops = entity_hops(kg, entity, exclude=back_hop_to_skip(kg, path, cfg.walk_back))
             if not hops:
                 continue
             label = names.get(entity) or entity

@@ -25,6 +25,10 @@ choices are statistics (``revisions``, ``arm_local`` / ``arm_lookahead`` / ``arm
 
 Where kgqa differs from the paper and its code, and why:
 
+* ``walk_back`` (``auto``): The reference code drops the relation a path came by, and on Freebase a path still reaches the
+  siblings (a director's other films) by the relation's named reverse. On a KG that names no reverses (MetaQA's KB)
+  that leaves no way there, so there the hop back is offered, never to the node just left
+  (:func:`kgqa.steps.walks.walks_back`; ``never`` is the code's behaviour everywhere).
 * The second checker: the paper uses DeBERTa-MNLI in both directions, which no offline package ships. The default is
   an embedding proxy (contradiction when prediction and observation are dissimilar, ``checker=embedding``); any
   cross-encoder NLI model can be named (``checker=nli:MODEL``), the paper's option.
@@ -73,7 +77,9 @@ from kgqa.steps.pruning import (
 from kgqa.steps.relations import describe_hop, verbalize_relation
 from kgqa.steps.reply import BudgetedModel, ask_reply
 from kgqa.steps.walks import (
+    WalkBack,
     WalkPath,
+    back_hop_to_skip,
     entity_hops,
     hop_neighbours,
     link_answers,
@@ -241,6 +247,9 @@ class VoGConfig(MethodConfig):
     max_calls: int = Field(default=60, ge=1, description="LLM calls per question at most")
     max_steps: int = Field(default=15, ge=1, description="plan steps executed per question at most")
     neighbour_limit: int = Field(default=200, ge=1)
+    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
+                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
+                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
     plan_tokens: int = Field(default=256, ge=32)
     verify_tokens: int = Field(default=96, ge=16)
     revise_tokens: int = Field(default=256, ge=32)
@@ -403,7 +412,9 @@ class _Run:
     def _retrieve(self, step: PlanStep, frontier: list[WalkPath], index: int) -> tuple[list[WalkPath], list[str]]:
         """Relations, then entities, for one step: the paths kept and the observation in words."""
         query = f"{step.target} {step.thought}".strip() or step.predicted or self.question.text
-        hops = list(dict.fromkeys(h for p in frontier for h in entity_hops(self.kg, p.end, exclude=p.back_hop())))
+        hops = list(dict.fromkeys(h for p in frontier
+                                  for h in entity_hops(self.kg, p.end, exclude=back_hop_to_skip(self.kg, p,
+                                                                                                self.cfg.walk_back))))
         names = self.kg.names(list(dict.fromkeys(p.end for p in frontier)))
         chosen = self._relations(query, hops, [n for n in dict.fromkeys(names.values()) if n][:5] or ["(mediator)"],
                                  [p.end for p in frontier])
