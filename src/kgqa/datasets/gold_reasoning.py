@@ -91,19 +91,21 @@ def _constraints(question: Question) -> list[GoldConstraint]:
 def equivalent_hops(kg: KnowledgeGraph, nodes: Iterable[str], hop: Hop) -> list[Hop]:
     """The other hops that reach, from each of ``nodes``, exactly what ``hop`` reaches (the first
     :data:`EQUIVALENCE_SAMPLE` nodes in id order compared). Equivalent on this walk, which is what a gold chain is
-    for: from a single node a coincidence counts too (a film's director who also wrote it), and walks the same."""
-    sample = sorted(nodes)[:EQUIVALENCE_SAMPLE]
+    for: from a single node a coincidence counts too (a film's director who also wrote it), and walks the same.
+
+    Only the relations that link a node to one node ``hop`` reaches are tried (a few listings and neighbour reads per
+    node, not one per relation of a Freebase hub)."""
     alike: set[Hop] | None = None
-    for node in sample:
+    for node in sorted(nodes)[:EQUIVALENCE_SAMPLE]:
         reached = set(kg.neighbors(node, hop.relation, hop.direction, limit=WALK_LIMIT))
         if not reached:
             continue
-        here: set[Hop] = set()
-        for direction in (Direction.OUT, Direction.IN):
-            for relation in kg.relations(node, direction):
-                other = Hop(relation, direction)
-                if other != hop and set(kg.neighbors(node, relation, direction, limit=WALK_LIMIT)) == reached:
-                    here.add(other)
+        probe = min(reached)
+        tried = {Hop(r, Direction.OUT) for r in set(kg.relations(node, Direction.OUT)) & set(kg.relations(probe, Direction.IN))}
+        tried |= {Hop(r, Direction.IN) for r in set(kg.relations(node, Direction.IN)) & set(kg.relations(probe, Direction.OUT))}
+        tried.discard(hop)
+        here = {other for other in tried
+                if set(kg.neighbors(node, other.relation, other.direction, limit=WALK_LIMIT)) == reached}
         alike = here if alike is None else alike & here
         if not alike:
             return []

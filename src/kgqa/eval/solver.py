@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from kgqa.core import MethodContext, Prediction, Question
+from kgqa.core import GoldReasoning, MethodContext, Prediction, Question
 from kgqa.datasets.gold_reasoning import gold_reasoning
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
@@ -101,7 +101,14 @@ class QuestionSolver:
         tb: str | None = None
         # what the harness knows of the question's gold reasoning: the oracle reasoner answers from it (no other model
         # reads it); computed before the clock starts, so it costs the method nothing
-        gold = gold_reasoning(question, self.kg)
+        try:
+            gold = gold_reasoning(question, self.kg)
+        except Exception as exc:  # the gold is the harness's, not the method's: a KG that cannot walk it costs the
+            # oracle and the loss table this question's path, never the question
+            gold = GoldReasoning(answers=frozenset(a.id or a.name for a in question.answers))
+            gold_error = f"{type(exc).__name__}: {exc}"
+        else:
+            gold_error = None
         started = time.perf_counter()
         with (kg_clock() as clock, oracle_question(gold, seed=self.base.seed, question_id=question.id),
               candidate_log(gold) as log):
@@ -127,4 +134,6 @@ class QuestionSolver:
                                      "topics": prediction.topics, "details": prediction.details}
         if tb is not None:
             trace_row["traceback"] = tb
+        if gold_error is not None:
+            trace_row["gold_error"] = gold_error
         return row, trace_row
