@@ -53,11 +53,11 @@ def gold_reasoning(question: Question, kg: KnowledgeGraph | None) -> GoldReasoni
         topics = [start] if start else list(question.topic_ids)
         try:
             layers = _gold_layers(kg, topics, chain, set(answers))
-            if layers:
-                chains = _equivalent_chains(kg, layers, chain)
-                constraints = _equivalent_constraints(kg, layers, constraints)
         except KGQAError:  # a KG that cannot walk the chain gives the oracle no path, not a failed question
             layers = ()
+        if layers:
+            chains = _equivalent_chains(kg, layers, chain)
+            constraints = _equivalent_constraints(kg, layers, constraints)
         nodes = [n for layer in layers for n in layer]
         path_names = set(_surface_forms(dict.fromkeys(nodes), kg))
         answer_names.update(_surface_forms(dict.fromkeys(a for a in answers if a in set(nodes)), kg))
@@ -96,6 +96,8 @@ def equivalent_hops(kg: KnowledgeGraph, nodes: Iterable[str], hop: Hop) -> list[
     Only the relations that link a node to one node ``hop`` reaches are tried (a few listings and neighbour reads per
     node, not one per relation of a Freebase hub)."""
     alike: set[Hop] | None = None
+    if not kg.has_relation(hop.relation):
+        return []
     for node in sorted(nodes)[:EQUIVALENCE_SAMPLE]:
         reached = set(kg.neighbors(node, hop.relation, hop.direction, limit=WALK_LIMIT))
         if not reached:
@@ -150,7 +152,8 @@ def _equivalent_constraints(kg: KnowledgeGraph, layers: tuple[frozenset[str], ..
     out: list[GoldConstraint] = []
     for position, hops, value in constraints:
         out.append((position, hops, value))
-        if hops and position < len(layers):
+        # a constraint the KG cannot hold (Freebase pieces carry no literal relations) stays as the dataset gives it
+        if hops and position < len(layers) and kg.has_relation(hops[0][0]):
             first = Hop(hops[0][0], Direction.IN if hops[0][1] else Direction.OUT)
             out += [(position, (*_gold_hops([alt]), *hops[1:]), value)
                     for alt in equivalent_hops(kg, layers[position], first)]
