@@ -67,6 +67,9 @@ def test_gold_walk_never_re_enters_the_topic(film_kg: EmbeddedKG) -> None:
     assert not back_to_topic.reached and back_to_topic.positives == set()
     # a topic missing from the KG reaches nothing
     assert not gold_walk(film_kg, TrainingQuestion("?", ("nowhere",), chain, frozenset({"F2"}))).reached
+    # nor does a chain through a relation outside the KG's vocabulary (a Freebase question over the pieces)
+    assert not gold_walk(film_kg, TrainingQuestion("?", ("D",), parse_chain("directed,scored_by"),
+                                                   frozenset({"X"}))).reached
 
 
 def test_word_dropout_keeps_topic_mentions_whole_and_is_seeded() -> None:

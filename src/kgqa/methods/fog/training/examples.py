@@ -29,6 +29,8 @@ def gold_walk(kg: KnowledgeGraph, question: TrainingQuestion, *, limit: int = 10
     """Walk the gold chain from the topics (the topics never re-entered) and keep the edges on walks to a gold answer."""
     topics = set(question.topics)
     frontier = [t for t in question.topics if kg.has_entity(t)]
+    if not all(kg.has_relation(hop.relation) for hop in question.chain):
+        frontier = []  # a chain through a relation this KG lacks reaches nothing here: the question is unreached
     layers: list[list[tuple[str, str, Triple, bool]]] = []
     for hop in question.chain:
         back = hop.direction is Direction.IN
