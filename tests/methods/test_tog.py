@@ -177,3 +177,21 @@ def test_explain_shows_each_depth_and_the_verdicts() -> None:
     assert lines[0].startswith("depth 1:") and any(line.startswith("reasoning at depth 2: not sufficient")
                                                    for line in lines)
     assert lines[-1] == "fallback: depth 2 exhausted without sufficient knowledge"
+
+
+def test_entities_scored_zero_leave_the_beam_even_when_it_has_room() -> None:
+    """As in the reference: a candidate whose score is zero is pruned, not kept to fill the beam's width."""
+    def one_film(prompt):  # type: ignore[no-untyped-def]
+        return {"scores": [{"id": n, "score": float(name == "Inception")} for n, name in prompt.options().items()]}
+
+    def films(prompt):  # type: ignore[no-untyped-def]
+        return {"relations": [r for r in prompt.options().values() if "director.film" in r]}
+
+    policy = by_step({"tog.relations": films, "tog.entities": one_film,
+                      "tog.reason": {"sufficient": False, "answers": []},
+                      "tog.generate": {"reasoning": "from memory", "answers": ["Somebody"]}})
+    prediction, _, _, _ = _run(policy, width=10, depth=1)  # room for every candidate
+    beam = next(e for e in prediction.trace if e["step"] == "tog.beam")
+    ends = [k["path"][0].rsplit(", ", 1)[1].rstrip(")") for k in beam["kept"]]
+    assert "Inception" in ends
+    assert "Interstellar" not in ends and "Memento" not in ends  # scored zero: pruned

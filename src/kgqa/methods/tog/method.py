@@ -4,7 +4,8 @@ Per depth, for every entity at the end of a beam path: relation exploration (the
 ``width`` most relevant by the relation scorer, their scores normalised to sum to 1), entity exploration (the
 neighbours each kept relation reaches; with ``sample_above`` or more, ``retain`` of them drawn at random; scored by the
 entity scorer, normalised to sum to 1), then every candidate path is scored relation score x entity score and the
-``width`` best form the next beam. A reasoning step then reads every triple gathered so far and says whether they
+``width`` best form the next beam; a candidate scored zero is pruned even when the beam has room, as in ToG's code
+(``tog.zero`` in the loss log). A reasoning step then reads every triple gathered so far and says whether they
 suffice; if so its answers are the prediction (grounding ``synthesis`` when they name nodes it was shown). When no
 candidate is left the model answers from the triples gathered (ToG's half stop); when the depth is exhausted, from its
 own knowledge (ToG's fallback, grounding ``parametric``, the cause in the trace).
@@ -209,7 +210,11 @@ class ToG(KGQAMethod):
         gathered: list[WalkPath] = []  # every path kept at every depth (ToG's cluster chains)
         try:
             for depth in range(1, cfg.depth + 1):
-                candidates = self._explore(question, ctx, beam, relations, entities, rng, depth)
+                explored = self._explore(question, ctx, beam, relations, entities, rng, depth)
+                # the reference prunes a candidate its scores put at zero, even when fewer than `width` are left
+                candidates = [c for c in explored if c.score > 0]
+                note_entities("tog.zero", [c.path.end for c in explored], [c.path.end for c in candidates],
+                              depth=depth)
                 if not candidates:
                     ctx.trace.add("tog.half_stop", depth=depth, cause="no candidate entity left")
                     details.half_stop = f"no candidate entity left at depth {depth}"
@@ -251,7 +256,7 @@ class ToG(KGQAMethod):
             kept = pruned.value or []
             total = sum(max(s.score, 0.0) for s in kept)
             for scored in kept:
-                relation_score = max(scored.score, 0.0) / total if total > 0 else 1.0 / len(kept)
+                relation_score = max(scored.score, 0.0) / total if total > 0 else 0.0  # all scored zero: all pruned
                 reached = hop_neighbours(kg, entity, scored.hop, limit=cfg.neighbour_limit, visited=path.nodes)
                 sampled = reached
                 if cfg.sample_above is not None and len(reached) >= cfg.sample_above:
@@ -284,7 +289,7 @@ class ToG(KGQAMethod):
             total = sum(max(e.score, 0.0) for e in kept)
             named_share = len(named) / len(nodes)
             for e in kept:
-                weight = max(e.score, 0.0) / total if total > 0 else 1.0 / len(kept)
+                weight = max(e.score, 0.0) / total if total > 0 else 0.0
                 scored.append((e.id, weight * named_share))
         scored.sort(key=lambda x: -x[1])
         note_entities("tog.retain", nodes, [n for n, _ in scored[: self.config.retain]], depth=depth)
