@@ -73,7 +73,7 @@ def test_reflection_adds_a_left_out_film_and_the_answer_follows_with_its_evidenc
     # (the kept film and the added Inception): 2 relation calls, 1 entity call (two years, 2010 kept), memory,
     # reasoning: sufficient.
     assert steps["pog.decompose"].calls == 1
-    assert steps["pog.relations"].calls == 3 and steps["pog.entities"].calls == 2
+    assert steps["pog.relations"].calls == 3 and steps["pog.entities"].calls == 1
     assert steps["pog.memory"].calls == steps["pog.reason"].calls == 2 and steps["pog.reflect"].calls == 1
     assert model.prompts("pog.relations")[0].params["temperature"] == 0.3
     lines = method.explain(prediction).lines
@@ -177,3 +177,18 @@ def test_unreadable_memory_and_reflection_replies_keep_the_search_going() -> Non
 @pytest.mark.parametrize(("model_name", "embedder"), [("local:smollm2", True), ("openai:gpt-4.1-mini", False)])
 def test_auto_scorers_follow_the_model(model_name: str, embedder: bool) -> None:
     assert get_method("pog").needs(model_name).embedder is embedder  # type: ignore[attr-defined]
+
+
+def test_each_entity_relation_group_is_pruned_on_its_own() -> None:
+    """PoG selects entities per (entity, relation): Nolan's films reached by two relations are two groups of three,
+    each pruned by its own call (one pooled call before), and each keeps its own best."""
+    def both(prompt):  # type: ignore[no-untyped-def]
+        return {"relations": [r for r in prompt.options().values() if "director.film" in r or "directed_by" in r]}
+
+    policy = by_step({**BASE, "pog.relations": both, "pog.reason": {"sufficient": False, "answers": []},
+                      "pog.reflect": {"action": "stop"}})
+    prediction, _, recorder, _ = _run(policy, width=2, depth=1)
+    first_round = next(e for e in prediction.trace if e["step"] == "pog.round")
+    assert first_round["candidates"] == 3  # the same three films, reached twice
+    assert recorder.by_step()["pog.entities"].calls == 2
+    assert 2 <= len(first_round["selected"]) <= 4

@@ -1,9 +1,10 @@
 """PoG (Plan-on-Graph, Chen et al., NeurIPS 2024): sub-objectives, adaptive exploration, memory and reflection.
 
 One call decomposes the question into sub-objectives. Then, per round: relation selection for every frontier entity
-(the ``width`` relations most useful for the question and its sub-objectives), entity pruning over every neighbour the
-kept relations reach (above ``prefilter_entities`` candidates, the most similar to the question by sentence embedding
-first; then the ``width`` most useful chosen), a memory update (the LLM records each sub-objective's status and the
+(the ``width`` relations most useful for the question and its sub-objectives), entity pruning per (entity, relation)
+group, as PoG's code prunes (above ``prefilter_entities`` candidates in a group, the most similar to the question by
+sentence embedding first; then the group's ``width`` most useful chosen, one call per group larger than ``width``), a
+memory update (the LLM records each sub-objective's status and the
 evidence for it), a reasoning step replying JSON (sufficient or not, answers, reason) and, when not sufficient,
 reflection: go on from the frontier, add entities the pruning left out, or go back to entities of earlier rounds (at
 most ``max_reverse`` times). When the rounds are exhausted the model answers alone (grounding ``parametric``).
@@ -21,7 +22,7 @@ Where kgqa differs from PoG's code, and why:
   and the LLM otherwise, as for every kgqa method). PoG's model writes its selections in free text.
 * The candidates above ``prefilter_entities`` are ranked by the run's embedder when there is one, else by word overlap;
   PoG uses SBERT.
-* Nameless mediator (CVT) nodes among the candidates cannot be judged by name: up to ``width`` of them join the
+* Nameless mediator (CVT) nodes among a group's candidates cannot be judged by name: up to ``width`` of them join the
   frontier as they are, shown as ``[mediator id]`` (PoG's code keeps only named ``m.`` ids).
 * The memory is a short form: the numbers of the sub-objectives solved and one sentence of what is known, rendered
   as each sub-objective with its status (PoG's model rewrites a free-text memory per sub-objective; a 135M local model
@@ -307,6 +308,7 @@ class PoG(KGQAMethod):
         kg = ctx.kg
         names = kg.names([p.end for p in frontier])
         candidates: dict[str, WalkPath] = {}
+        groups: list[list[str]] = []  # per (entity, relation): the nodes it reaches
         for path in frontier:
             hops = entity_hops(kg, path.end, exclude=back_hop_to_skip(kg, path, cfg.walk_back))
             if not hops:
@@ -315,33 +317,41 @@ class PoG(KGQAMethod):
             kept = relations.prune(question.text, [label], (), hops, trace=ctx.trace, at=path.end,
                                    depth=len(path.hops) + 1, entity=label, subobjectives=goals).value or []
             for scored in kept:
+                group = []
                 for node in hop_neighbours(kg, path.end, scored.hop, limit=cfg.neighbour_limit,
                                            visited=visited.union(path.nodes)):
                     candidates.setdefault(node, path.extend(scored.hop, node))
-        nodes = list(candidates)
-        node_names = kg.names(nodes)
-        named = [n for n in nodes if node_names.get(n)]
-        nameless = [n for n in nodes if not node_names.get(n)]
-        note_entities("pog.nameless", nameless, nameless[: cfg.width])
-        nameless = nameless[: cfg.width]
-        shown = named
-        if len(named) > cfg.prefilter_entities:
-            order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(n) or "" for n in named])
-            shown = [named[i] for i in order[: cfg.prefilter_entities]]
-            note_entities("pog.prefilter", named, shown)
+                    group.append(node)
+                if group:
+                    groups.append(group)
+        node_names = kg.names(list(candidates))
         kept_ids: list[str] = []
-        if len(shown) <= cfg.width:
-            kept_ids = list(shown)
-        elif shown:
-            result = entities.prune(question.text, [Candidate(n, node_names.get(n)) for n in shown], trace=ctx.trace,
-                                    subobjectives=goals)
-            kept_ids = [e.id for e in result.value or []]
-        selected = [candidates[n] for n in [*kept_ids, *nameless]]
-        left_out = [candidates[n] for n in shown if n not in kept_ids]
+        left_out_ids: list[str] = []
+        prefiltered = 0
+        for group in groups:  # PoG prunes each (entity, relation)'s neighbours on their own
+            named = [n for n in group if node_names.get(n)]
+            nameless = [n for n in group if not node_names.get(n)]
+            note_entities("pog.nameless", nameless, nameless[: cfg.width])
+            shown = named
+            if len(named) > cfg.prefilter_entities:
+                order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(n) or "" for n in named])
+                shown = [named[i] for i in order[: cfg.prefilter_entities]]
+                note_entities("pog.prefilter", named, shown)
+                prefiltered += len(shown)
+            chosen = list(shown)
+            if len(shown) > cfg.width:
+                result = entities.prune(question.text, [Candidate(n, node_names.get(n)) for n in shown],
+                                        trace=ctx.trace, subobjectives=goals)
+                chosen = [e.id for e in result.value or []]
+            kept_ids += [n for n in [*chosen, *nameless[: cfg.width]] if n not in kept_ids]
+            left_out_ids += [n for n in shown if n not in chosen]
+        nodes = list(candidates)
+        selected = [candidates[n] for n in kept_ids]
+        left_out = [candidates[n] for n in dict.fromkeys(left_out_ids) if n not in kept_ids]
         account = self.account(ctx).round(round_no)
         account.candidates, account.selected = len(nodes), verbalize_triples(kg, [p.triples[-1] for p in selected])
         ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(nodes),
-                      prefiltered=len(shown) if len(named) > cfg.prefilter_entities else None,
+                      prefiltered=prefiltered or None,
                       selected=account.selected, left_out=len(left_out))
         return selected, left_out
 
