@@ -33,7 +33,6 @@ import json
 import os
 import random
 import shlex
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -45,6 +44,7 @@ from kgqa.datasets import load_dataset
 from kgqa.datasets.gold_chains import training_questions
 from kgqa.datasets.gold_reasoning import gold_reasoning
 from kgqa.kg import open_kg
+from kgqa.provenance import source_commit
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = ("ccor", "cor", "tog", "pog", "srp", "vog", "fog", "chains")
@@ -243,11 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             print(f"{result['dataset']} {result['method']} oracle {result['accuracy']:g}: hit {result['hit']} "
                   f"calls/q {result['calls_per_q']} s/q {result['s_per_q']} losses {result['losses']}", flush=True)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip() or "unknown"
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=False).stdout.strip()
-    record = {"when": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit + ("+dirty" if dirty else ""),
+    record = {"when": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": source_commit() or "unknown",
               "command": "python " + " ".join(shlex.quote(a) for a in [str(Path(sys.argv[0])), *(argv or sys.argv[1:])]),
               "machine": machine(), "seconds": round(time.perf_counter() - started), "methods": methods,
               "accuracies": accuracies, "datasets": datasets, "cells": results}

@@ -95,9 +95,9 @@ def equivalent_hops(kg: KnowledgeGraph, nodes: Iterable[str], hop: Hop) -> list[
 
     Only the relations that link a node to one node ``hop`` reaches are tried (a few listings and neighbour reads per
     node, not one per relation of a Freebase hub)."""
-    alike: set[Hop] | None = None
-    if not kg.has_relation(hop.relation):
+    if not kg.has_relation(hop.relation):  # a constraint the Freebase pieces cannot hold (no literals): none
         return []
+    alike: set[Hop] | None = None
     for node in sorted(nodes)[:EQUIVALENCE_SAMPLE]:
         reached = set(kg.neighbors(node, hop.relation, hop.direction, limit=WALK_LIMIT))
         if not reached:
@@ -152,8 +152,7 @@ def _equivalent_constraints(kg: KnowledgeGraph, layers: tuple[frozenset[str], ..
     out: list[GoldConstraint] = []
     for position, hops, value in constraints:
         out.append((position, hops, value))
-        # a constraint the KG cannot hold (Freebase pieces carry no literal relations) stays as the dataset gives it
-        if hops and position < len(layers) and kg.has_relation(hops[0][0]):
+        if hops and position < len(layers):
             first = Hop(hops[0][0], Direction.IN if hops[0][1] else Direction.OUT)
             out += [(position, (*_gold_hops([alt]), *hops[1:]), value)
                     for alt in equivalent_hops(kg, layers[position], first)]

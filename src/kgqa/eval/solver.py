@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kgqa.core import GoldReasoning, MethodContext, Prediction, Question
+from kgqa.datasets.gold_chains import answer_keys
 from kgqa.datasets.gold_reasoning import gold_reasoning
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
@@ -105,7 +106,7 @@ class QuestionSolver:
             gold = gold_reasoning(question, self.kg)
         except Exception as exc:  # the gold is the harness's, not the method's: a KG that cannot walk it costs the
             # oracle and the loss table this question's path, never the question
-            gold = GoldReasoning(answers=frozenset(a.id or a.name for a in question.answers))
+            gold = GoldReasoning(answers=frozenset(answer_keys(question)))
             gold_error = f"{type(exc).__name__}: {exc}"
         else:
             gold_error = None

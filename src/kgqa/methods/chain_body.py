@@ -44,7 +44,7 @@ from kgqa.steps.pruning import (
 )
 from kgqa.steps.relations import describe_chain, reached_view
 from kgqa.steps.reply import ask_reply
-from kgqa.steps.walks import WalkBack, walks_back
+from kgqa.steps.walks import WalkBack, walk_back_field, walks_back
 
 if TYPE_CHECKING:
     from kgqa.llm.oracle import OracleAsk
@@ -213,9 +213,7 @@ class CoRConfig(MethodConfig):
                                                                      "16 + 24 per relation kept)")
     max_iterations: int = Field(default=12, ge=1, description="judgements per exploration (ours; the paper has none)")
     backtracking: bool = Field(default=True, description="False: the w/o relation backtrack ablation")
-    walk_back: WalkBack = Field(default="auto", description="the main chain may step back along its last relation to "
-                                "the siblings: auto unless the KG names its relations' reverses (Freebase), always, "
-                                "never (kgqa.steps.walks.walks_back)")
+    walk_back: WalkBack = walk_back_field()
     sample_names: int = Field(default=5, ge=1, description="names of reached entities shown to the judge")
     max_options: int = Field(default=30, ge=1, description="recalled constraint values shown to the judge (the most "
                                                            "mentioned in the sub-question first)")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field
 
 from kgqa.core import AnswerItem
 from kgqa.kg.base import Direction, Hop, KnowledgeGraph, is_literal
@@ -52,6 +54,13 @@ def oriented_triple(entity: str, hop: Hop, other: str) -> Triple:
 #: When a walk may step straight back along the edge it came by (to the siblings of where it came from): ``auto``
 #: unless the KG names its relations' reverses (:attr:`kgqa.kg.schema.Schema.names_reverses`), ``always``, ``never``.
 WalkBack = Literal["auto", "always", "never"]
+
+
+def walk_back_field(default: WalkBack = "auto") -> Any:
+    """The ``walk_back`` setting of a method's config (one description for every method that walks)."""
+    return Field(default=default, description="a walk may step back along the edge it came by (to the siblings): auto "
+                 "unless the KG names its relations' reverses (Freebase, the reference code's behaviour), always, never "
+                 "(kgqa.steps.walks.walks_back)")
 
 
 def walks_back(kg: KnowledgeGraph, policy: WalkBack) -> bool:

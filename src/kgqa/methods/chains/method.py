@@ -80,7 +80,7 @@ from kgqa.steps.losses import note_answer_cap
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import reached_view
 from kgqa.steps.reply import BudgetedModel, ask_reply
-from kgqa.steps.walks import WalkBack
+from kgqa.steps.walks import WalkBack, walk_back_field
 
 if TYPE_CHECKING:
     from kgqa.llm.oracle import OracleAsk
@@ -131,8 +131,7 @@ class ChainsConfig(CoRConfig):
     constraint_chain: bool = Field(default=True, description="False: constraints by Global Entity Filtering (as CoR)")
     # MetaQA's "share actors with" walks movie -> actor -> the actor's other movies: back along the same relation, and
     # FoG's paths walk back on any KG.
-    walk_back: WalkBack = Field(default="always", description="the main chain may step back along its last relation "
-                                "to the siblings (always, as FoG's paths; auto; never)")
+    walk_back: WalkBack = walk_back_field("always")
     scorer: str | None = Field(default=None, description="directory of a trained foresight scorer (`kgqa train fog`); "
                                                          "None: the demo KG's own scorer on the demo KG")
     steering: Literal["scorer", "llm"] = Field(default="scorer", description="relation pruning of the main chain: the "

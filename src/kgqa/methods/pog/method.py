@@ -84,6 +84,7 @@ from kgqa.steps.walks import (
     path_evidence,
     shown_triples,
     verbalize_triples,
+    walk_back_field,
 )
 
 if TYPE_CHECKING:
@@ -192,9 +193,7 @@ class PoGConfig(MethodConfig):
     prefilter: int = Field(default=30, ge=1, description="most relations one selection prompt lists")
     temperature: float = Field(default=0.3, ge=0.0, le=2.0, description="temperature of every call")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
-    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
-                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
-                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
+    walk_back: WalkBack = walk_back_field()
     decompose_tokens: int = Field(default=96, ge=16)
     relation_tokens: int | None = Field(default=None, ge=1, description="None: 16 + 24 per relation")
     entity_tokens: int = Field(default=200, ge=16)
@@ -325,8 +324,8 @@ class PoG(KGQAMethod):
                 if group:
                     groups.append(group)
         node_names = kg.names(list(candidates))
-        kept_ids: list[str] = []
-        left_out_ids: list[str] = []
+        kept_ids: dict[str, None] = {}  # insertion-ordered, each node once
+        left_out_ids: dict[str, None] = {}
         prefiltered = 0
         for group in groups:  # PoG prunes each (entity, relation)'s neighbours on their own
             named = [n for n in group if node_names.get(n)]
@@ -343,14 +342,13 @@ class PoG(KGQAMethod):
                 result = entities.prune(question.text, [Candidate(n, node_names.get(n)) for n in shown],
                                         trace=ctx.trace, subobjectives=goals)
                 chosen = [e.id for e in result.value or []]
-            kept_ids += [n for n in [*chosen, *nameless[: cfg.width]] if n not in kept_ids]
-            left_out_ids += [n for n in shown if n not in chosen]
-        nodes = list(candidates)
+            kept_ids.update(dict.fromkeys([*chosen, *nameless[: cfg.width]]))
+            left_out_ids.update(dict.fromkeys(n for n in shown if n not in chosen))
         selected = [candidates[n] for n in kept_ids]
-        left_out = [candidates[n] for n in dict.fromkeys(left_out_ids) if n not in kept_ids]
+        left_out = [candidates[n] for n in left_out_ids if n not in kept_ids]
         account = self.account(ctx).round(round_no)
-        account.candidates, account.selected = len(nodes), verbalize_triples(kg, [p.triples[-1] for p in selected])
-        ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(nodes),
+        account.candidates, account.selected = len(candidates), verbalize_triples(kg, [p.triples[-1] for p in selected])
+        ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(candidates),
                       prefiltered=prefiltered or None,
                       selected=account.selected, left_out=len(left_out))
         return selected, left_out

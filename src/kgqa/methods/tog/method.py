@@ -94,6 +94,7 @@ from kgqa.steps.walks import (
     seeded_sample,
     shown_triples,
     verbalize_triples,
+    walk_back_field,
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
@@ -152,9 +153,7 @@ class ToGConfig(MethodConfig):
     explore_temperature: float = Field(default=0.4, ge=0.0, le=2.0, description="temperature of the pruning calls")
     reason_temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="temperature of reasoning and answers")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
-    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
-                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
-                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
+    walk_back: WalkBack = walk_back_field()
     relation_tokens: int | None = Field(default=None, ge=1, description="reply budget of relation pruning (None: 16 "
                                                                         "+ 24 per relation)")
     entity_tokens: int = Field(default=160, ge=16, description="reply budget of entity scoring")

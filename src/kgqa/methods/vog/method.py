@@ -86,6 +86,7 @@ from kgqa.steps.walks import (
     linked_nodes,
     path_evidence,
     verbalize_triples,
+    walk_back_field,
 )
 
 if TYPE_CHECKING:
@@ -247,9 +248,7 @@ class VoGConfig(MethodConfig):
     max_calls: int = Field(default=60, ge=1, description="LLM calls per question at most")
     max_steps: int = Field(default=15, ge=1, description="plan steps executed per question at most")
     neighbour_limit: int = Field(default=200, ge=1)
-    walk_back: WalkBack = Field(default="auto", description="a walk may step back along the edge it came by (to the "
-                                "siblings): auto unless the KG names its relations' reverses (Freebase: the code's "
-                                "behaviour), always, never (kgqa.steps.walks.walks_back)")
+    walk_back: WalkBack = walk_back_field()
     plan_tokens: int = Field(default=256, ge=32)
     verify_tokens: int = Field(default=96, ge=16)
     revise_tokens: int = Field(default=256, ge=32)
