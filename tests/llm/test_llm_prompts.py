@@ -83,3 +83,24 @@ def test_for_package_reads_prompts_beside_init(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "kgqa_noprompts" / "__init__.py").write_text("")
     with pytest.raises(PromptError, match="does not exist"):
         PromptBook.for_package("kgqa_noprompts")
+
+
+def test_worked_examples_are_kept_with_the_prompt_and_shown_after_the_system_text() -> None:
+    book = PromptBook.from_string(
+        "[p]\nsystem = 'Pick relations for {question}.'\nuser = 'Question: {question}'\n"
+        'examples = ["""Question: Who directed Heat?\n{"relations": ["directed_by"]}""", "Question: two"]\n'
+        "[q]\nuser = 'Only {x}'\nexamples = ['E1']\n")
+    assert book.examples("p") == ('Question: Who directed Heat?\n{"relations": ["directed_by"]}', "Question: two")
+    system, user = book.messages("p", question="Q")
+    # literal braces in an example stay as written (examples are not templates); one heading, blank lines between
+    assert system["content"] == ('Pick relations for Q.\n\nExamples:\n\nQuestion: Who directed Heat?\n'
+                                 '{"relations": ["directed_by"]}\n\nQuestion: two')
+    assert user["content"] == "Question: Q"
+    assert book.messages("q", x="1") == [{"role": "user", "content": "Only 1\n\nExamples:\n\nE1"}]
+    assert book.examples("q") == ("E1",)
+
+
+@pytest.mark.parametrize("examples", ["'one'", "[1]", "['']"])
+def test_examples_must_be_a_list_of_texts(examples: str) -> None:
+    with pytest.raises(PromptError, match="'examples' must be a list of non-empty strings"):
+        PromptBook.from_string(f"[p]\nuser = 'u'\nexamples = {examples}\n", source="test.toml")

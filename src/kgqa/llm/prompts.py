@@ -9,6 +9,17 @@ A method keeps its prompts in ``prompts.toml`` beside its ``__init__.py``::
 Fields are ``{name}`` placeholders only (``{{`` and ``}}`` are literal braces). Anything else inside braces, such as
 attribute access, indexing or format specs, is rejected when the file is loaded, so templates cannot run code.
 
+Worked examples are kept with their prompt as a list of plain texts (not templates: braces in them are literal, which
+suits JSON replies)::
+
+    examples = [
+        'Question: Who directed Heat?\nRelations: 1. film.film.directed_by\n{"relations": ["..."]}',
+    ]
+
+They are rendered after the system text (after the user text when a prompt has no system part) under one
+``Examples:`` heading, separated by blank lines, so every method shows its examples the same way and a test can count
+them (the papers use 3-5 per prompt).
+
 Each prompt a method asks is declared once as a :class:`Signature` (as DSPy's): the prompt, the reply model its answer
 must validate against and the step its calls are accounted under, so a prompt and its reply model are paired in one
 place (and a test renders every method's signatures against their reply models).
@@ -32,6 +43,7 @@ from kgqa.errors import ConfigError, KGQAError
 
 PROMPT_FILE = "prompts.toml"
 ROLE_KEYS = ("system", "user")
+EXAMPLES_KEY = "examples"
 _TOKEN_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -79,6 +91,8 @@ class PromptTemplate:
     name: str
     parts: Mapping[str, tuple[tuple[_Piece, ...], frozenset[str]]]
     source: str
+    #: worked examples, plain text, rendered after the system part (see the module docstring)
+    examples: tuple[str, ...] = ()
 
     @property
     def fields(self) -> frozenset[str]:
@@ -98,6 +112,9 @@ class PromptTemplate:
                 text = "".join(p.literal if p.literal is not None else str(variables[p.field])  # type: ignore[index]
                                for p in pieces)
                 messages.append({"role": role, "content": text})
+        if self.examples:
+            shown = "Examples:\n\n" + "\n\n".join(example.strip() for example in self.examples)
+            messages[0]["content"] = messages[0]["content"].rstrip() + "\n\n" + shown
         return messages
 
 
@@ -111,9 +128,9 @@ class PromptBook:
             where = f"{source} [{name}]"
             if not isinstance(section, Mapping):
                 raise PromptError(f"{where}: a prompt must be a table with 'system' and/or 'user' strings")
-            unknown = set(section) - set(ROLE_KEYS)
+            unknown = set(section) - set(ROLE_KEYS) - {EXAMPLES_KEY}
             if unknown:
-                raise PromptError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {list(ROLE_KEYS)}")
+                raise PromptError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {[*ROLE_KEYS, EXAMPLES_KEY]}")
             if "user" not in section:
                 raise PromptError(f"{where}: a prompt needs a 'user' template")
             parts = {}
@@ -122,7 +139,10 @@ class PromptBook:
                     if not isinstance(section[role], str):
                         raise PromptError(f"{where}: '{role}' must be a string")
                     parts[role] = _compile(section[role], f"{where}.{role}")
-            self._templates[name] = PromptTemplate(name, parts, source)
+            examples = section.get(EXAMPLES_KEY, [])
+            if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
+                raise PromptError(f"{where}: '{EXAMPLES_KEY}' must be a list of non-empty strings")
+            self._templates[name] = PromptTemplate(name, parts, source, tuple(examples))
 
     @classmethod
     def from_file(cls, path: str | Path) -> PromptBook:
@@ -165,6 +185,10 @@ class PromptBook:
     def fields(self, name: str) -> frozenset[str]:
         return self.template(name).fields
 
+    def examples(self, name: str) -> tuple[str, ...]:
+        """The worked examples kept with prompt ``name``."""
+        return self.template(name).examples
+
     def messages(self, name: str, /, **variables: Any) -> list[dict[str, str]]:
         """Render prompt ``name`` with ``variables`` into chat messages (system first when present)."""
         return self.template(name).render(variables)
@@ -200,6 +224,11 @@ class Signature:
     def inputs(self) -> frozenset[str]:
         """The names the prompt is filled with."""
         return self.book.fields(self.prompt)
+
+    @property
+    def examples(self) -> tuple[str, ...]:
+        """The worked examples the prompt shows."""
+        return self.book.examples(self.prompt)
 
     def messages(self, /, **inputs: Any) -> list[dict[str, str]]:
         """The rendered chat messages (a missing input is a :class:`PromptError`; inputs the prompt does not use are
