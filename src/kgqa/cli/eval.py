@@ -131,6 +131,10 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
     from kgqa.eval.report import headline
 
     click.echo(headline(summary))
+    looks = (summary.get("run") or {}).get("test_ledger")
+    if looks:
+        click.echo(f"test split: evaluation {looks['evaluations']} of {summary.get('method')} on "
+                   f"{summary.get('dataset')}/test (`kgqa eval ledger` lists them; make choices on dev)")
     if not no_report:
         click.echo(f"report: {run.out_dir / 'report.md'}")
     _fail_if_all_failed(run)
@@ -226,6 +230,24 @@ def report_command(run_dir: Path, no_plots: bool) -> None:
         raise ConfigError(f"run directory {run_dir} does not exist")
     summary = summarize_run(run_dir, report=not no_plots)
     click.echo(f"{run_dir}: {summary.get('n', 0)} questions, {headline(summary)}")
+
+
+@eval_group.command("ledger")
+@click.option("--dataset", default=None, help="Only this dataset's test-split evaluations.")
+@click.option("--method", default=None, help="Only this method's.")
+@click.option("--markdown", is_flag=True, help="Markdown tables.")
+@click.option("--json", "as_json", is_flag=True, help="The entries as JSON.")
+def ledger_command(dataset: str | None, method: str | None, markdown: bool, as_json: bool) -> None:
+    """Every evaluation on a test split made with this cache directory (kgqa eval appends one per run)."""
+    from kgqa.eval.ledger import ledger_path, read_ledger, render_ledger
+
+    entries = [e for e in read_ledger() if (dataset is None or e.get("dataset") == dataset)
+               and (method is None or e.get("method") == method)]
+    if as_json:
+        click.echo(json.dumps({"ledger": str(ledger_path()), "entries": entries}, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{ledger_path()}: {len(entries)} test-split evaluations")
+    click.echo(render_ledger(entries, markdown=markdown), nl=False)
 
 
 @eval_group.command("diagnose")

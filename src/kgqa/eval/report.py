@@ -271,6 +271,10 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                                          f"({run['questions_per_s']} q/s, {run.get('workers')} workers)"))
     if run.get("stopped"):
         facts.append(("stopped early", str(run["stopped"])))
+    looks = run.get("test_ledger")
+    if looks:
+        facts.append(("test split", f"evaluation {looks.get('evaluations')} of this method on this test split "
+                                    f"(`kgqa eval ledger`; choices belong on dev)"))
     lines += [format_table(["run", ""], facts), ""]
 
     lines += ["## Accuracy and faithfulness (strict matching; rates in %)", "",

@@ -49,6 +49,7 @@ from kgqa.core import Question
 from kgqa.datasets import dataset_root, load_dataset
 from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
 from kgqa.eval.kg_timing import KGClock, TimedKG
+from kgqa.eval.ledger import record_test_run, test_looks
 from kgqa.eval.progress import RunProgress
 from kgqa.eval.rundir import (
     CONFIG_FILE,
@@ -247,8 +248,14 @@ def run_eval(
             loop = _RunLoop(run_dir, bar, on_row, max_consecutive_failures, kg=run_config.get("kg"), fsync=fsync)
             loop.answer(pending, solver, workers)
             _record_endpoint(run_dir, run_config, base.llm)
-            summary = summarize_run(run_dir, report=report, run_facts=_run_facts(
-                loop, selected, pending, workers, started, base.artifacts))
+            facts = _run_facts(loop, selected, pending, workers, started, base.artifacts)
+            # a test split: how often it has been looked at, this run counted (a resume that answers nothing is no look)
+            looks = test_looks(run_config) if loop.answered else None
+            if looks is not None:
+                facts["test_ledger"] = looks
+            summary = summarize_run(run_dir, report=report, run_facts=facts)
+            if looks is not None:
+                record_test_run(run_config, summary, run_dir)
     finally:
         with contextlib.suppress(Exception):  # closing is best effort; the results are written
             resources.close()
