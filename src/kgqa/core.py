@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +23,36 @@ if TYPE_CHECKING:  # the KG, LLM and text layers are only named here, never impo
     from kgqa.text.base import Embedder
 
 __all__ = [
-    "GROUNDING_WEIGHTS", "AnswerItem", "Audit", "GoldAnswer", "GoldReasoning", "Grounding", "MethodContext", "Prediction",
-    "Question", "TopicEntity", "Trace",
+    "GROUNDING_WEIGHTS", "MAX_QUESTION_CHARS", "AnswerItem", "Audit", "GoldAnswer", "GoldReasoning", "Grounding",
+    "MethodContext", "Prediction", "Question", "TopicEntity", "Trace", "check_question_text",
 ]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Questions
+
+
+#: The longest question ``kgqa ask`` and ``kgqa serve`` take, in characters (a 120 KB question was 36,286 prompt tokens).
+MAX_QUESTION_CHARS = 2000
+
+
+def check_question_text(text: str) -> str:
+    """``text`` if it can be a question someone asks, else a :class:`~kgqa.errors.ConfigError` saying why: empty, longer
+    than :data:`MAX_QUESTION_CHARS`, or holding a control character (NUL, ESC, a lone surrogate ...; newline and tab
+    are fine). The one rule of ``kgqa ask`` and ``POST /v1/ask``."""
+    from kgqa.errors import ConfigError
+
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"the question is {len(text):,} characters long; the limit is {MAX_QUESTION_CHARS:,}")
+    for position, char in enumerate(text):
+        if char in "\n\t":
+            continue
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            raise ConfigError(f"the question holds the control character U+{ord(char):04X} at position {position + 1}; "
+                              "only newline and tab are allowed")
+    return text
 
 
 class TopicEntity(BaseModel):

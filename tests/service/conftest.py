@@ -236,3 +236,69 @@ def browser() -> Iterator[Any]:
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A trained foresight scorer and the movie KG of the kit (what an ask may name as an artifact)
+
+KIT_ENCODER = "hash:64"
+
+
+def train_tiny_scorer(out: Path) -> Path:
+    """A foresight scorer trained by ``train_scorer`` on three questions of the kit's movie KG (hashing encoder, hidden
+    16), saved as ``kgqa train fog`` saves one: a real scorer directory in seconds."""
+    import torch
+
+    from kgqa.kg.base import parse_chain
+    from kgqa.methods.fog.training import TrainingQuestion, TrainSettings, train_scorer
+    from kgqa.steps.foresight.model import NetSpec
+    from kgqa.steps.foresight.scorer import LabelVectors
+    from kgqa.testing import offline_embedder, shared_movie_kg
+
+    kg = shared_movie_kg()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    questions = [
+        TrainingQuestion("Which films did Christopher Nolan direct?", ("m.nolan",), parse_chain("film.director.film"),
+                         frozenset({"m.inception", "m.interstellar", "m.memento"})),
+        TrainingQuestion("Who directed Shutter Island?", ("m.shutter",), parse_chain("film.film.directed_by"),
+                         frozenset({"m.scorsese"})),
+        TrainingQuestion("Which country is Martin Scorsese from?", ("m.scorsese",),
+                         parse_chain("people.person.nationality"), frozenset({"m.us"})),
+    ]
+    settings = TrainSettings(lr=1e-2, epochs=2, batch_size=32, validation_share=0.0, propagation_epochs=1,
+                             propagation_lr=1e-2, propagation_questions=3, seed=0)
+    spec = NetSpec(input_dim=64, hidden=16, heads=2, self_blocks=1, propagation_layers=1)
+    try:
+        result = train_scorer(kg, questions, LabelVectors(kg, offline_embedder(64)), settings=settings, net_spec=spec,
+                              encoder=KIT_ENCODER)
+    finally:
+        torch.set_num_threads(threads)
+    result.scorer.save(out, {"trained_on": "three kit questions"})
+    return out
+
+
+@pytest.fixture(scope="session")
+def kit_kg() -> Any:
+    from kgqa.testing import shared_movie_kg
+
+    return shared_movie_kg()
+
+
+@pytest.fixture(scope="session")
+def scorer_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One trained scorer directory, copied by the tests that need their own."""
+    return train_tiny_scorer(tmp_path_factory.mktemp("scorer") / "scorer")
+
+
+@pytest.fixture()
+def served_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_kg: Any) -> Path:
+    """A cache directory of this test's own (so the server's artifact store is empty but for what the test builds),
+    holding the kit KG's label embeddings as an operator would build them (`kgqa artifacts build label-embeddings`)."""
+    from kgqa.artifacts import ArtifactStore
+    from kgqa.text import load_embedder
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KGQA_CACHE_DIR", str(cache))
+    ArtifactStore(cache / "artifacts").build("label-embeddings", {"kg": kit_kg, "embedder": load_embedder(KIT_ENCODER)})
+    return cache / "artifacts"

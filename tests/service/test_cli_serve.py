@@ -105,6 +105,7 @@ def test_serve_takes_the_token_from_the_config(served: list[Served], rules_file:
 @pytest.mark.parametrize(("args", "words"), [
     (["--no-auth", "--host", "0.0.0.0"], "--no-auth is allowed only on a loopback host"),
     (["--runs", "/no/such/dir"], "is not a directory"),
+    (["--artifacts", "/no/such/models"], "--artifacts /no/such/models is not a directory"),
     (["--kg", "/no/such/kg"], "KG '/no/such/kg'"),
     (["--llm", "nonsense"], "nonsense"),
 ])

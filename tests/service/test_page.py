@@ -146,6 +146,24 @@ def test_markup_in_kg_labels_and_model_replies_renders_as_text(browser: Any, xss
     assert console_errors(browser) == []
 
 
+@pytest.mark.parametrize("link", ["#/traces/{id}?token={token}", "#/traces/{id}&token={token}"])
+def test_a_trace_opens_from_its_link_with_the_token_in_it(browser: Any, server: Any, token: str, tmp_path: Path,
+                                                         link: str) -> None:
+    with server.client() as client:
+        trace_id = client.post("/v1/ask", json={"question": "Who directed Inception?", "method": "ccor"}).json()["trace_id"]
+    open_page(browser, f"{server.url}/")
+    browser.execute_script("sessionStorage.clear()")  # a new reader: no token yet but the one in the link
+    browser.get("about:blank")
+    open_page(browser, server.url + "/" + link.format(id=trace_id, token=token))
+    heading = wait_for(browser, "#view h1 code")[0]
+    assert heading.text == trace_id[:12]  # the trace, not the Ask page
+    assert "Christopher Nolan" in browser.find_element("id", "view").text
+    assert browser.current_url.endswith(f"#/traces/{trace_id}") and "token=" not in browser.current_url
+    assert browser.execute_script("return document.getElementById('token-form').hidden") is True
+    shoot(browser, tmp_path / "trace-by-link.png")
+    assert console_errors(browser) == []
+
+
 def test_the_api_docs_work_offline(browser: Any, server: Any, tmp_path: Path) -> None:
     open_page(browser, f"{server.url}/docs")
     wait_for(browser, ".swagger-ui .opblock", 8)

@@ -25,6 +25,9 @@ from kgqa.errors import ConfigError
 @click.option("--embedder", default="minilm", show_default=True, help="Embedder, loaded when a method needs one.")
 @click.option("--runs", "runs_dir", type=click.Path(path_type=Path), default=None,
               help="Directory whose subdirectories are kgqa eval run directories, shown by the page and /v1/runs.")
+@click.option("--artifacts", "artifact_dirs", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="Directory (repeatable) whose subdirectories an ask may name in a method setting (scorer=NAME, "
+                   "answer_types=NAME, references=NAME; default: config serve_artifacts). Asks never name paths.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--no-auth", is_flag=True, help="No bearer token (allowed only on a loopback --host).")
@@ -42,8 +45,8 @@ from kgqa.errors import ConfigError
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info",
               show_default=True)
 def serve_command(kg_spec: str | None, schema: str | None, llm_spec: str | None, embedder: str, runs_dir: Path | None,
-                  host: str, port: int, no_auth: bool, max_body: int, rate_limit: int, ask_timeout: float,
-                  max_asks: int, max_queued: int, keep_traces: int, log_level: str) -> None:
+                  artifact_dirs: tuple[Path, ...], host: str, port: int, no_auth: bool, max_body: int, rate_limit: int,
+                  ask_timeout: float, max_asks: int, max_queued: int, keep_traces: int, log_level: str) -> None:
     """Serve the API and the trace viewer: kgqa serve [--kg KG] [--llm SPEC] [--runs DIR] [--port 8765]."""
     try:
         import uvicorn
@@ -61,7 +64,11 @@ def serve_command(kg_spec: str | None, schema: str | None, llm_spec: str | None,
                           "have; serve a real model")
     configured = config.get("serve_token")
     token = None if no_auth else (str(configured) if configured else secrets.token_urlsafe(24))
-    settings = ServiceSettings(kg=kg_spec, llm=llm_spec, runs=runs_dir, schema=schema, embedder=embedder, host=host,
+    configured_dirs = config.get("serve_artifacts", list(artifact_dirs) or None) or []
+    if isinstance(configured_dirs, str):
+        configured_dirs = [d for d in configured_dirs.split(",") if d.strip()]
+    settings = ServiceSettings(kg=kg_spec, llm=llm_spec, runs=runs_dir, schema=schema, embedder=embedder,
+                               artifacts=tuple(Path(str(d).strip()).expanduser() for d in configured_dirs), host=host,
                                token=token, max_body_bytes=max_body, rate_limit=rate_limit, ask_timeout_s=ask_timeout,
                                max_asks=max_asks, max_queued_asks=max_queued, keep_traces=keep_traces)
     settings.check()

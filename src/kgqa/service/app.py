@@ -6,7 +6,7 @@ Endpoints (docs/service.md has examples):
   its ``trace_id``; ``POST /v1/ask/stream`` -> the same ask as NDJSON events while it is answered (steps, LLM calls,
   then the result); ``GET /v1/traces/{trace_id}`` -> the record with the step trace and every LLM call;
 * ``GET /v1/methods`` (the registry, with each method's settings), ``GET /v1/kg`` (stats of the served KG),
-  ``GET /v1/health``;
+  ``GET /v1/artifacts`` (what a method setting may name), ``GET /v1/health``;
 * ``GET /v1/runs``, ``GET /v1/runs/{run}``, ``GET /v1/runs/{run}/questions?filter=wrong|right|failed&page=N``,
   ``GET /v1/runs/{run}/questions/{qid}``, ``GET /v1/runs/{run}/compare/{other}`` over the run directories under
   ``--runs`` (the listing and a run's ``metrics`` come from the metric registry, :mod:`kgqa.eval.metric_registry`).
@@ -35,6 +35,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kgqa import __version__
+from kgqa.core import MAX_QUESTION_CHARS
 from kgqa.errors import KGQAError
 from kgqa.service.asks import AskRequest, AskService, AskTimeout, Busy, UserError, ask_response, clean
 from kgqa.service.graph import evidence_graph
@@ -138,6 +139,7 @@ def create_app(settings: ServiceSettings | None = None, *, kg: Any = None, llm: 
         return {"status": "ok", "version": __version__, "auth": settings.token is not None,
                 "runs": settings.runs is not None, "asks_in_flight": asks.inflight,
                 "limits": {"max_body_bytes": settings.max_body_bytes, "rate_limit_per_minute": settings.rate_limit,
+                           "max_question_chars": MAX_QUESTION_CHARS,
                            "ask_timeout_s": settings.ask_timeout_s, "max_asks": settings.max_asks,
                            "max_queued_asks": settings.max_queued_asks}}
 
@@ -156,12 +158,19 @@ def create_app(settings: ServiceSettings | None = None, *, kg: Any = None, llm: 
     def kg_stats() -> dict[str, Any]:
         return asks.kg_stats()
 
+    @app.get("/v1/artifacts", tags=["service"], dependencies=secured,
+             summary="The artifacts a method setting may name (scorer, answer_types, references ...): never a path")
+    def artifacts() -> dict[str, Any]:
+        return {"artifacts": [entry.to_dict() for entry in asks.catalog.entries()]}
+
     # -- asking ------------------------------------------------------------------------------------------------
 
     @app.post("/v1/ask", tags=["ask"], dependencies=secured,
               summary="Answer a question with a method; the prediction and its trace id",
               responses={400: {"description": "bad method, setting or topic"}, 413: {"description": "body too large"},
                          429: {"description": "rate limited"}, 500: {"description": "the method failed"},
+                         409: {"description": "the method needs an artifact this server has not built (it never "
+                                               "builds one)"},
                          503: {"description": "every ask slot is busy"}, 504: {"description": "the ask timed out"}})
     async def ask(request: Request, body: AskRequest) -> Any:
         content_type = request.headers.get("content-type", "")
@@ -177,6 +186,9 @@ def create_app(settings: ServiceSettings | None = None, *, kg: Any = None, llm: 
             return _json_error(504, str(exc), trace_id=exc.trace_id)
         if record["status"] == "refused":
             return _json_error(400, record["error"], trace_id=record["trace_id"])
+        if record["status"] == "unavailable":
+            code, extra = _unavailable(record)
+            return _json_error(409, record["error"], code, **extra)
         if record["status"] == "failed":
             return _json_error(500, f"the method failed: {record['error']}", "method_error",
                                trace_id=record["trace_id"], method=record["method"])
@@ -278,6 +290,13 @@ def create_app(settings: ServiceSettings | None = None, *, kg: Any = None, llm: 
     return app
 
 
+def _unavailable(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The error code and fields of an ask the server cannot answer as set up (409)."""
+    if record.get("artifact"):
+        return "missing_artifact", {"artifact": record["artifact"], "trace_id": record["trace_id"]}
+    return "method_unavailable", {"trace_id": record["trace_id"], "method": record["method"]}
+
+
 def _line(event: dict[str, Any]) -> bytes:
     return (json.dumps(clean(event), ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -310,6 +329,9 @@ async def _stream(trace_id: str, method: Any, question: str, future: Any, queue:
                 yield _line({"event": "done", "result": ask_response(record)})
             elif record["status"] == "refused":
                 yield _line({"event": "error", **error_body(400, record["error"], trace_id=trace_id)})
+            elif record["status"] == "unavailable":
+                code, extra = _unavailable(record)
+                yield _line({"event": "error", **error_body(409, record["error"], code, **extra)})
             else:
                 yield _line({"event": "error", **error_body(500, f"the method failed: {record['error']}", "method_error",
                                                             trace_id=trace_id, method=record["method"])})
@@ -348,7 +370,7 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
     topics = [t for t in (trace_row or {}).get("topics") or [] if isinstance(t, str)]
     details = (trace_row or {}).get("details")
     config = runs.config(run)
-    summary = _run_summary(config, trace, evidence, items, details if isinstance(details, dict) else {})
+    summary = _run_summary(config, trace, evidence, items, details if isinstance(details, dict) else {}, asks)
     known = {i: str(n) for n, i in zip(names, ids, strict=False) if i} | {
         i: str(n) for n, i in zip(gold_names, gold_ids, strict=False) if i}
     try:
@@ -370,11 +392,11 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
 
 
 def _run_summary(config: dict[str, Any], trace: list[dict[str, Any]], evidence: list[Any], items: list[Any],
-                 details: dict[str, Any]) -> dict[str, Any]:
+                 details: dict[str, Any], asks: AskService) -> dict[str, Any]:
     """The method's own summary of a run's question: its ``explain()`` of the stored prediction, its details included
-    (the run's settings when they still validate, else the defaults)."""
+    (the run's settings when they still validate, else the defaults). The method comes from the asks' cache, so
+    opening a run's questions builds (and loads what its constructor loads) once per method and settings."""
     from kgqa.core import Prediction
-    from kgqa.methods import get_method
     from kgqa.methods.base import method_explanation
 
     name = config.get("method")
@@ -384,7 +406,7 @@ def _run_summary(config: dict[str, Any], trace: list[dict[str, Any]], evidence: 
                             evidence=[[str(x) for x in r] for r in evidence if isinstance(r, list)])
     for settings in (config.get("method_config_resolved") or {}, {}):
         try:
-            runner = get_method(str(name), **settings)
+            runner, _needs = asks.method(str(name).strip().lower(), settings)
             return method_explanation(runner, prediction).model_dump(mode="json")
         except Exception:
             continue

@@ -14,24 +14,28 @@ import asyncio
 import contextlib
 import json
 import math
+import re
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kgqa import config
-from kgqa.core import Question, TopicEntity, Trace
+from kgqa.core import MAX_QUESTION_CHARS, Question, TopicEntity, Trace, check_question_text
 from kgqa.errors import ConfigError, KGError, KGQAError
 from kgqa.eval.rundir import json_default
 from kgqa.llm.calls import CALLS, CallLog
 from kgqa.methods.context import Resources, build_context
+from kgqa.service.artifacts import ArtifactCatalog, MissingArtifact, ServiceArtifactStore
 from kgqa.service.graph import evidence_graph
+from kgqa.service.method_settings import check_method_settings
 from kgqa.service.settings import ServiceSettings
 
 TRACE_ID_LEN = 32
@@ -46,11 +50,23 @@ class AskRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=2000, description="The question, in natural language.")
+    question: str = Field(description=f"The question, in natural language: at most {MAX_QUESTION_CHARS:,} characters, "
+                                      "no control characters but newline and tab.",
+                          json_schema_extra={"minLength": 1, "maxLength": MAX_QUESTION_CHARS})
     method: str = Field(min_length=1, max_length=64, description="A method name from GET /v1/methods.")
     topics: list[Annotated[str, Field(min_length=1, max_length=300)]] | None = Field(
         default=None, max_length=10, description="Topic entities: KG ids or exact names (linked when omitted).")
-    method_config: dict[str, Any] | None = Field(default=None, description="Method settings (GET /v1/methods).")
+    method_config: dict[str, Any] | None = Field(
+        default=None, description="Method settings (GET /v1/methods); a setting that names something on disk takes an "
+                                  "artifact name from GET /v1/artifacts, never a path.")
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        try:
+            return check_question_text(value)  # the rule of `kgqa ask` too
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class UserError(KGQAError):
@@ -144,10 +160,15 @@ class AskService:
             self.llm_spec = str(config.get("llm", llm or settings.llm))
         else:  # a ready model object (tests, embedding applications)
             self.llm_spec = str(getattr(llm, "name", "model"))
-        # every ask's context is built from these (kgqa.methods.context), each loaded once and shared by the asks
-        self.resources = Resources(kg=kg if kg is not None else self.kg_spec,
-                                   llm=llm if llm is not None and not isinstance(llm, str) else self.llm_spec,
-                                   embedder=settings.embedder, schema=settings.schema, capture_calls=True)
+        # every ask's context is built from these (kgqa.methods.context), each loaded once and shared by the asks;
+        # the artifact store only loads (a request never builds or trains), and requests name artifacts, not paths
+        shown_kg = self.kg_display if self.kg_display == self.kg_spec else f"<the directory of KG {self.kg_display}>"
+        self.store = ServiceArtifactStore(shown_params={"kg": shown_kg})
+        self.catalog = ArtifactCatalog(settings.artifacts, self.store)
+        self.resources = ServedResources(kg=kg if kg is not None else self.kg_spec,
+                                         llm=llm if llm is not None and not isinstance(llm, str) else self.llm_spec,
+                                         embedder=settings.embedder, schema=settings.schema, capture_calls=True,
+                                         store=self.store)
         self._methods: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._inflight = 0
@@ -167,13 +188,18 @@ class AskService:
     def kg(self) -> Any:
         return self.resources.open_kg()
 
+    @property
+    def kg_display(self) -> str:
+        """The served KG as a client is shown it: ``demo``, an endpoint URL, or a directory's last part."""
+        return self.kg_spec if self.kg_spec == "demo" or self.kg_spec.startswith(("http://", "https://")) \
+            else _last_part(self.kg_spec)
+
     def kg_stats(self) -> dict[str, Any]:
         import dataclasses
 
         stats = dataclasses.asdict(self.kg.stats())
         extra = {k: v for k, v in (stats.pop("extra", None) or {}).items() if k != "directory"}  # no server paths
-        return clean({"kg": self.kg_spec if self.kg_spec == "demo" or self.kg_spec.startswith(("http://", "https://"))
-                      else _last_part(self.kg_spec), **stats, "extra": extra})
+        return clean({"kg": self.kg_display, **stats, "extra": extra})
 
     def method(self, name: str, settings: dict[str, Any] | None) -> tuple[Any, Any]:
         """The configured method and its needs, cached by name and settings; a bad name or setting is a ConfigError."""
@@ -200,10 +226,15 @@ class AskService:
         """Start one ask on the pool: its trace id and the future of its record. ``emit`` (called from the worker
         thread) receives each trace step and LLM call as it happens. :class:`UserError` for a bad method or setting,
         :class:`Busy` when every slot and queue place is taken."""
+        name = request.method.strip().lower()
         try:
-            runner, needs = self.method(request.method.strip().lower(), request.method_config)
+            settings, artifacts = check_method_settings(name, request.method_config, self.catalog)
         except ConfigError as exc:
             raise UserError(str(exc)) from None
+        try:
+            runner, needs = self.method(name, settings)
+        except ConfigError as exc:  # (an artifact it names shows by its name, not where it is on this server)
+            raise UserError(self.catalog.display(str(exc))) from None
         with self._lock:
             if self._inflight >= self.settings.max_asks + self.settings.max_queued_asks:
                 raise Busy(f"{self._inflight} asks are running or waiting; try again shortly")
@@ -213,7 +244,8 @@ class AskService:
         self.traces.put(trace_id, {"trace_id": trace_id, "status": "running", "question": request.question,
                                    "method": runner_name(runner, request.method), "created_at": _now()})
         try:
-            future: Future[dict[str, Any]] = self.executor.submit(self._answer, trace_id, request, runner, needs, emit)
+            future: Future[dict[str, Any]] = self.executor.submit(self._answer, trace_id, request, runner, needs, emit,
+                                                                  artifacts)
         except RuntimeError:  # shutting down
             self._release()
             raise Busy("the server is shutting down") from None
@@ -237,8 +269,8 @@ class AskService:
     def inflight(self) -> int:
         return self._inflight
 
-    def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any,
-                emit: Emit | None = None) -> dict[str, Any]:
+    def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any, emit: Emit | None = None,
+                artifacts: dict[str, str] | None = None) -> dict[str, Any]:
         from kgqa.llm.accounting import Recorder
         from kgqa.methods.base import method_config_dump, method_explanation, solve
 
@@ -246,7 +278,9 @@ class AskService:
         previous = self.traces.get(trace_id) or {}
         base = {"trace_id": trace_id, "created_at": previous.get("created_at") or _now(), "question": request.question,
                 "method": runner_name(runner, request.method),
-                "method_config": clean(method_config_dump(runner)), "kg": self.kg_spec if needs.kg else None,
+                # artifact settings show the names the request gave, not where they are on this server
+                "method_config": {**clean(method_config_dump(runner)), **(artifacts or {})},
+                "kg": self.kg_spec if needs.kg else None,
                 "llm": self.llm_spec if needs.llm else None}
         log = CallLog(None if emit is None else lambda index, call: emit({"event": "llm_call", "index": index,
                                                                           "call": call}))
@@ -261,7 +295,8 @@ class AskService:
                 ctx = build_context(needs, self.resources, seed=self.settings.seed, recorder=recorder,
                                     trace=Trace() if emit is None else LiveTrace(emit))
             except (UserError, KGError) as exc:
-                record = {**base, "status": "refused", "error": str(exc), "elapsed_s": time.perf_counter() - started}
+                record = {**base, "status": "refused", "error": self.catalog.display(str(exc)),
+                          "elapsed_s": time.perf_counter() - started}
                 self.traces.put(trace_id, record)
                 return record
             except KGQAError as exc:  # the model or the KG cannot be opened: the server's setup, not the question
@@ -275,6 +310,22 @@ class AskService:
             try:
                 prediction = solve(runner, question, ctx, recorder=recorder, scope=trace_id)
                 status, error = ("failed" if prediction.error else "done"), prediction.error
+            except (MissingArtifact, ConfigError) as exc:
+                # Not the method failing: an artifact this server has not built (409; nothing is built), a setting the
+                # method refused only once it ran (400), or a method this server is not set up for (409).
+                message = self.catalog.display(str(exc))
+                if isinstance(exc, MissingArtifact):
+                    status, extra = "unavailable", {"artifact": exc.artifact}
+                elif _names_a_setting(message, request.method_config):
+                    status, extra = "refused", {}
+                    message = f"a method setting was refused: {message}"
+                else:
+                    status, extra = "unavailable", {}
+                    message += " (GET /v1/artifacts lists what this server offers to method settings)"
+                record = {**base, "status": status, "error": message, **extra, "trace": clean(list(ctx.trace)),
+                          "llm_calls": log.calls, "elapsed_s": time.perf_counter() - started}
+                self.traces.put(trace_id, record)
+                return record
             except Exception as exc:  # the method raised: the ask failed, its partial trace is kept
                 from kgqa.core import Prediction
                 from kgqa.methods.base import attach_run_facts
@@ -307,6 +358,16 @@ class AskService:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+@dataclass
+class ServedResources(Resources):
+    """The service's :class:`~kgqa.methods.context.Resources`: the artifact store is the server's, which never builds."""
+
+    store: ServiceArtifactStore | None = None
+
+    def artifact_store(self) -> Any:
+        return self._once("artifacts", lambda: self.store if self.store is not None else ServiceArtifactStore())
+
+
 #: Keys of an ask record that only GET /v1/traces/{id} returns (the ask's answer stays small).
 TRACE_ONLY = ("trace", "llm_calls", "llm_calls_dropped", "linking")
 
@@ -317,6 +378,11 @@ def ask_response(record: dict[str, Any]) -> dict[str, Any]:
 
 def runner_name(runner: Any, asked: str) -> str:
     return str(getattr(runner, "name", "") or asked).strip().lower()
+
+
+def _names_a_setting(message: str, settings: dict[str, Any] | None) -> bool:
+    """Whether ``message`` names one of the ask's ``settings`` (a refusal of them, not of the server's setup)."""
+    return any(re.search(rf"\b{re.escape(str(key))}\b", message) for key in settings or {})
 
 
 def _now() -> str:

@@ -30,7 +30,7 @@ PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
             "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 ERROR_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-               408: "timeout", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_request",
+               408: "timeout", 409: "conflict", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_request",
                429: "rate_limited", 500: "internal_error", 503: "busy", 504: "timeout"}
 
 

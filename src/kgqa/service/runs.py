@@ -3,7 +3,10 @@ with its trace, and two runs side by side. The metrics a listing and a summary s
 (:mod:`kgqa.eval.metric_registry`): the headline metrics in the listing, those shown in the service in a summary.
 
 A run id is the name of a directory directly under the runs root; it is checked against a strict pattern and the
-resolved path must sit directly in the root (a symlink out of it is refused), so no id reaches outside. Files are read
+resolved path must sit directly in the root (a symlink out of it is refused), so no id reaches outside. Every file
+served is confined the same way: a run whose results, summary, config or traces file resolves to anywhere but directly
+inside the run's own directory (a symlink to /etc/passwd, to another run, to a subdirectory) is refused as a whole
+and left out of the listing. Files are read
 through :mod:`kgqa.eval.rundir` and :func:`kgqa.eval.report.load_summary` and cached by their size and modification
 time, so a run still being written shows its new questions on the next request.
 """
@@ -28,6 +31,8 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+@=-]{0,127}$")
 #: A question id is only looked up, never a path; still, no control characters, separators or dot-only names.
 QID_RE = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,256}$")
 FILTERS = ("all", "right", "wrong", "failed")
+#: Every file of a run the service reads (each must resolve directly inside the run's directory).
+SERVED_FILES = (RESULTS_FILE, SUMMARY_FILE, CONFIG_FILE, TRACES_FILE)
 
 
 class NotFound(LookupError):
@@ -128,6 +133,14 @@ class RunStore:
         path = (self.root / run).resolve()
         if path.parent != self.root or not path.is_dir():
             raise NotFound(f"no run {run!r} under --runs")
+        for name in SERVED_FILES:
+            served = path / name
+            try:
+                inside = not served.is_symlink() or served.resolve().parent == path
+            except (OSError, RuntimeError):  # a link loop
+                inside = False
+            if not inside:
+                raise NotFound(f"run {run!r} is refused: its {name} is a link out of the run's directory")
         if not (path / RESULTS_FILE).is_file() and not (path / SUMMARY_FILE).is_file():
             raise NotFound(f"{run!r} is not a kgqa eval run directory (no {RESULTS_FILE})")
         return path

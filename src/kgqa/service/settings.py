@@ -31,11 +31,14 @@ class ServiceSettings:
     requests per minute per client address on ``/v1/`` (0: off), with bursts up to the same number. ``max_asks`` asks
     run at once; up to ``max_queued_asks`` more wait for a slot, and any beyond are refused (503). An ask that takes
     longer than ``ask_timeout_s`` is answered 504 (it finishes in the background; its trace id still works).
+    ``artifacts``: directories whose subdirectories a request may name in a method setting (a trained FoG scorer, an
+    answer-type model, an SRP reference base), beside the artifact store's built artifacts; never a path.
     """
 
     kg: str | None = None
     llm: str | None = None
     runs: Path | None = None
+    artifacts: tuple[Path, ...] = ()
     schema: str | None = None
     embedder: str = "minilm"
     host: str = "127.0.0.1"
@@ -64,3 +67,6 @@ class ServiceSettings:
             raise ConfigError(f"the ask timeout must be positive, got {self.ask_timeout_s}")
         if self.runs is not None and not Path(self.runs).is_dir():
             raise ConfigError(f"--runs {self.runs} is not a directory")
+        for directory in self.artifacts:
+            if not Path(directory).is_dir():
+                raise ConfigError(f"--artifacts {directory} is not a directory")

@@ -159,12 +159,16 @@
     }
   }
 
+  // The token may come in the address: #token=T (the address kgqa serve prints), or beside a page's route, as in
+  // #/traces/ID?token=T or #/traces/ID&token=T (a link to one trace). It is kept for the tab and taken out of the
+  // address, which keeps the route: a trace opened by its link shows that trace, not the Ask page.
   function takeTokenFromUrl() {
-    const match = /(?:^#|[#&])token=([^&]+)/.exec(location.hash);
-    if (match) {
-      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-      history.replaceState(null, "", location.pathname + "#/ask");
-    }
+    const match = /(?:^#|[#?&])token=([^&]*)/.exec(location.hash);
+    if (!match) return;
+    if (match[1]) sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    const rest = location.hash.slice(1).replace(/(^|[?&])token=[^&]*/, "$1").replace(/&{2,}/g, "&")
+      .replace(/[?&]+$/, "").replace(/\?&+/, "?").replace(/^&+/, "");
+    history.replaceState(null, "", location.pathname + "#" + (rest && rest !== "?" ? rest : "/ask"));
   }
 
   function showTokenForm(show) {
@@ -676,6 +680,7 @@
   // Routing
 
   async function route() {
+    takeTokenFromUrl();  // a link with a token, followed from this page, too
     const root = clear(view());
     const raw = location.hash.replace(/^#/, "") || "/ask";
     const [path, query] = raw.split("?");

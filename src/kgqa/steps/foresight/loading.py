@@ -15,7 +15,7 @@ from typing import Any
 from kgqa.core import MethodContext
 from kgqa.errors import ConfigError
 
-__all__ = ["DEMO_SCORER", "ScorerLoader", "check_scorer_dir"]
+__all__ = ["DEMO_SCORER", "ScorerLoader", "check_scorer_dir", "shared_embedder", "shared_scorer"]
 
 #: The artifact holding the demo KG's own scorer (built on first use into the artifact store).
 DEMO_SCORER = "fog-demo-scorer"
@@ -35,6 +35,55 @@ def check_scorer_dir(value: str | None, *, what: str, how_to_train: str) -> str 
     return value
 
 
+_SHARED_LOCK = threading.Lock()
+#: Scorers loaded from a directory, by (resolved directory, its files' stamps): one load per process.
+_SCORERS: dict[tuple[str, tuple[Any, ...]], Any] = {}
+#: Encoders by spec, for the scorers that read with another embedder than the context's.
+_ENCODERS: dict[str, Any] = {}
+#: Scorers kept at most (the oldest goes first).
+MAX_SHARED_SCORERS = 8
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def shared_scorer(path: str) -> Any:
+    """The scorer (or ensemble) in ``path``, loaded once per process while its files stay the same: every method
+    object naming that directory shares it (a server's asks with different settings, the methods of one eval)."""
+    from kgqa.steps.foresight.scorer import ENSEMBLE, META, WEIGHTS, load_scorer
+
+    directory = Path(path).expanduser().resolve()
+    key = (str(directory), tuple(_stamp(directory / name) for name in (META, WEIGHTS, ENSEMBLE)))
+    with _SHARED_LOCK:
+        hit = _SCORERS.get(key)
+    if hit is not None:
+        return hit
+    scorer = load_scorer(path)
+    with _SHARED_LOCK:
+        scorer = _SCORERS.setdefault(key, scorer)
+        while len(_SCORERS) > MAX_SHARED_SCORERS:
+            _SCORERS.pop(next(iter(_SCORERS)))
+    return scorer
+
+
+def shared_embedder(spec: str) -> Any:
+    """The embedder ``spec``, made once per process (a scorer's encoder when the context offers another one)."""
+    from kgqa.text import load_embedder
+
+    with _SHARED_LOCK:
+        hit = _ENCODERS.get(spec)
+    if hit is not None:
+        return hit
+    embedder = load_embedder(spec)
+    with _SHARED_LOCK:
+        return _ENCODERS.setdefault(spec, embedder)
+
+
 class ScorerLoader:
     """Thread-safe cache of (scorer, label vectors) for one configured scorer path (None: the demo scorer).
 
@@ -49,17 +98,16 @@ class ScorerLoader:
         self._labels: dict[int, Any] = {}
 
     def get(self, ctx: MethodContext) -> tuple[Any, Any]:
-        from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
-        from kgqa.text import load_embedder
+        from kgqa.steps.foresight.scorer import LabelVectors
 
         with self._lock:
             if self._scorer is None:
-                self._scorer = load_scorer(self.path) if self.path is not None else self._default(ctx)
+                self._scorer = shared_scorer(self.path) if self.path is not None else self._default(ctx)
             scorer = self._scorer
             labels = self._labels.get(id(ctx.kg))
             if labels is None:
                 embedder = ctx.embedder if getattr(ctx.embedder, "name", None) == scorer.encoder \
-                    else load_embedder(scorer.encoder)
+                    else shared_embedder(scorer.encoder)
                 table = None
                 if ctx.artifacts is not None and hasattr(ctx.kg, "iter_names"):
                     table = ctx.artifacts.get("label-embeddings", kg=ctx.kg, embedder=embedder)
