@@ -11,8 +11,12 @@ The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else `
     plugins = ["mypkg.methods"]    # KGQA_PLUGINS (comma-separated): modules imported to register methods, datasets...
     kg_timeout = 30                # KGQA_KG_TIMEOUT: seconds per SPARQL request attempt (kgqa eval --kg-timeout)
     kg_retries = 2                 # KGQA_KG_RETRIES: extra attempts per SPARQL request
+    question_timeout = 120         # KGQA_QUESTION_TIMEOUT: seconds per question, shared by all its KG queries and LLM
+                                   # calls and their retries (kgqa ask/eval --timeout; 0: none; default: 120 for
+                                   # kgqa ask, none for kgqa eval; kgqa.deadline)
     llm_cache = "on"               # KGQA_LLM_CACHE: on, off or refresh (docs/llm.md lists every LLM setting)
     serve_token = "..."            # KGQA_SERVE_TOKEN: kgqa serve's bearer token, 16+ characters (default: one is made)
+    serve_artifacts = ["models"]   # KGQA_SERVE_ARTIFACTS (comma-separated): kgqa serve --artifacts, what asks may name
     wordnet = "/usr/share/wordnet" # KGQA_WORDNET: WordNet database for `kgqa train fog --synonyms wordnet`
 
 Every key may also be given as an environment variable named ``KGQA_`` + the key in upper case.
@@ -36,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
     # The one place outside methods/ that names a method: what `kgqa ask` and `kgqa eval` run when --method is not given.
     "method": "ccor",
     "plugins": None,
+    # Seconds per question (kgqa.deadline); None: kgqa ask uses its own default (120), kgqa eval has no deadline.
+    "question_timeout": None,
 }
 
 

@@ -4,6 +4,7 @@ card, so a figure can be traced to the code that produced it."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -32,14 +33,27 @@ def source_commit() -> str | None:
     if exported is not None:
         # checked first: an export unpacked inside some other checkout would otherwise report that checkout's HEAD
         return exported + "+export"
-    here = _PACKAGE_DIR
+    return checkout_commit(_PACKAGE_DIR)
+
+
+def checkout_commit(directory: Path) -> str | None:
+    """The short commit of the git checkout holding ``directory``, with ``+dirty`` when files under ``directory``
+    have uncommitted changes; None outside a checkout or without git.
+
+    Read without taking any lock: ``git status`` would otherwise refresh the index and write it back under
+    ``.git/index.lock`` (an "optional lock"), so every ``kgqa eval`` would take the checkout's index lock and a
+    ``git commit`` running at that moment would fail on it. ``--no-optional-locks`` (and ``GIT_OPTIONAL_LOCKS=0``,
+    for any git command git itself starts) only reads.
+    """
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    git = ["git", "--no-optional-locks"]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=here)
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=directory, env=env)
         if head.returncode != 0 or not head.stdout.strip():
             return None
-        status = subprocess.run(["git", "status", "--porcelain", "--", str(here)], capture_output=True, text=True,
-                                timeout=5, cwd=here)
+        status = subprocess.run([*git, "status", "--porcelain", "--", str(directory)], capture_output=True, text=True,
+                                timeout=5, cwd=directory, env=env)
     except (OSError, subprocess.SubprocessError):
         return None
     dirty = status.returncode == 0 and bool(status.stdout.strip())

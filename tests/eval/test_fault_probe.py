@@ -9,11 +9,13 @@ same requests get the same faults however the 8 workers interleave:
 * content (a well-formed 200 chat completion): the reply cut in half (``truncated_json``) and JSON of the wrong shape
   (``{"result": "x", "items": [1, 2]}``, ``wrong_shape``), which only validating the reply can catch.
 
-What must hold: no question lost or written twice, no traceback anywhere, no question failed; a question whose last reply
-from the server was a clean one has exactly the clean run's answers and scores (transport faults retried, a content fault
-re-asked); a question whose last reply was a content fault (it survived the re-ask) says so in ``unreadable_replies``,
-and summary.json counts them; Hits@1 over the answered questions without unreadable replies equals the clean run's over
-the same ids.
+What must hold: no question lost or written twice, no traceback anywhere, no question failed but for an unreadable
+reply; a question whose last reply from the server was a clean one has exactly the clean run's answers and scores
+(transport faults retried, a content fault re-asked); a question whose last reply was a content fault (it survived the
+re-ask) says so in ``unreadable_replies`` and is marked as an error that ``--retry-errors`` asks again (issue 52), and
+summary.json counts them; a reply cut off by its token budget may be read as far as it got, and then its row says so
+in ``salvaged_replies``; Hits@1 over the answered questions without unreadable replies equals the clean run's over the
+same ids.
 """
 
 from __future__ import annotations
@@ -189,9 +191,12 @@ def test_fault_probe_loses_nothing_and_keeps_the_clean_scores(tmp_path: Path, en
     rows = {r["id"]: r for r in rows_list}
     assert set(rows) == set(clean_rows) == set(ids)
     assert not [r["id"] for r in clean_rows.values() if r.get("error")]
-    failed = {r["id"]: r["error"] for r in rows_list if r.get("error")}
+    failed = {r["id"]: r["error"] for r in rows_list
+              if r.get("error") and not (r["error"].startswith("UnreadableReply: ") and r["unreadable_replies"] > 0)}
     assert not failed, f"{len(failed)} questions failed (every fault must be retried or recorded as unreadable): " \
                        f"{dict(list(failed.items())[:5])}"
+    # a reply still unreadable after its re-ask marks the row as an error that --retry-errors asks again (issue 52)
+    assert [r["id"] for r in rows_list if r["unreadable_replies"] > 0] == [r["id"] for r in rows_list if r.get("error")]
     traces = [json.loads(line) for line in (faulty_out / "traces.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(t["id"] for t in traces) == sorted(ids)
     assert not [t["id"] for t in traces if t.get("traceback")]
@@ -213,6 +218,8 @@ def test_fault_probe_loses_nothing_and_keeps_the_clean_scores(tmp_path: Path, en
         assert got, f"{q.id}: the server never delivered a reply for it"
         unreadable = int(row.get("unreadable_replies") or 0)
         last_reask, last = got[-1]
+        if last == "truncated_json" and last_reask == 0 and int(row.get("salvaged_replies") or 0) == 1:
+            continue  # cut off by its budget and read as far as it got (issue 52: salvaged, and said on the row)
         if last in CONTENT_FAULTS:
             unreadable_ids.append(q.id)
             if last_reask == 0:
@@ -230,9 +237,10 @@ def test_fault_probe_loses_nothing_and_keeps_the_clean_scores(tmp_path: Path, en
     # And the other way round: a row that differs from the clean run must say it had an unreadable reply.
     for q in questions:
         row = rows[q.id]
-        if row["answers"] != clean_rows[q.id]["answers"] and int(row.get("unreadable_replies") or 0) < 1:
+        marked = int(row.get("unreadable_replies") or 0) + int(row.get("salvaged_replies") or 0)
+        if row["answers"] != clean_rows[q.id]["answers"] and marked < 1:
             problems.append(f"{q.id}: answers {row['answers']!r} differ from the clean run's "
-                            f"{clean_rows[q.id]['answers']!r} and nothing records an unreadable reply")
+                            f"{clean_rows[q.id]['answers']!r} and nothing records an unreadable or salvaged reply")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(dict.fromkeys(problems))
 
     # The summary counts the unreadable replies.
@@ -244,6 +252,7 @@ def test_fault_probe_loses_nothing_and_keeps_the_clean_scores(tmp_path: Path, en
 
     # Strict Hits@1 over the answered questions without unreadable replies equals the clean run's over the same ids.
     readable = [i for i in ids if not rows[i].get("error") and int(rows[i]["unreadable_replies"]) == 0]
+    assert summary["hits@1_readable"] == pytest.approx(_hits(rows, readable))
     assert len(readable) >= N // 2
     assert _hits(rows, readable) == _hits(clean_rows, readable)
 

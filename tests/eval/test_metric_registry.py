@@ -22,10 +22,13 @@ SUMMARY_KEYS = {"n", "errors", "hits@1", "hit", "precision", "recall", "f1", "kg
                 "prompt_tokens_mean", "completion_tokens_mean", "tokens_mean", "latency_s_mean", "llm_calls_total",
                 "tokens_total", "reliable_answering", "audits", "stats", "breakdowns", "kg_time_s_mean", "kg_calls_mean",
                 "kg_time_share", "llm_time_share", "cache_hits_total", "unreadable_replies_total",
-                "questions_with_unreadable"}
+                "questions_with_unreadable",
+                # issue 52: the score without the questions an unreadable reply marked, and the salvaged replies
+                "hits@1_readable", "f1_readable", "salvaged_replies_total", "questions_with_salvaged"}
 #: The keys of summary.json kept to the whole run: a breakdown group has the others.
 WHOLE_RUN_KEYS = {"breakdowns", "kg_time_s_mean", "kg_calls_mean", "kg_time_share", "llm_time_share", "cache_hits_total",
-                  "unreadable_replies_total", "questions_with_unreadable"}
+                  "unreadable_replies_total", "questions_with_unreadable", "salvaged_replies_total",
+                  "questions_with_salvaged"}
 
 
 def question(qid: str, gold: str, hops: int) -> Question:

@@ -4,8 +4,10 @@ Faults are queued and consumed one per request, in arrival order: ``"429"`` (wit
 ``"503"``, ``"400"``, ``"stall"`` (sleeps past the client's timeout), ``"truncate"`` (announces more bytes than it sends),
 ``"malformed"`` (200 with a body that is not JSON), ``"empty_choices"``, and two faults in the reply's *content* (a
 well-formed 200 chat completion that a client can only catch by validating what the model said): ``"wrong_shape"``
-(valid JSON of another shape, :data:`WRONG_SHAPE`) and ``"truncated_json"`` (the normal reply cut in half, finish reason
-``length``). With the queue empty it answers normally.
+(valid JSON of another shape, :data:`WRONG_SHAPE`), ``"truncated_json"`` (the normal reply cut in half by its token
+budget, as a real server cuts one: finish reason ``length`` and the whole ``max_tokens`` billed) and ``"cut_short"``
+(the normal reply cut in half, but finish reason ``stop`` and only its words billed: a reply damaged on the way, not
+one its budget cut off). With the queue empty it answers normally.
 The server counts the tokens it billed in successful replies, so the tests compare them with the client's accounting.
 
 Random faults (the fault probe): with ``fault_rate`` > 0, a request the queue leaves alone gets a fault drawn from
@@ -40,7 +42,7 @@ from typing import Any
 #: The content of a ``wrong_shape`` reply: valid JSON, but not the shape any kgqa reply model asks for.
 WRONG_SHAPE: dict[str, Any] = {"result": "x", "items": [1, 2]}
 #: Faults answered with a well-formed 200 chat completion whose content is unusable (the client's transport is happy).
-CONTENT_FAULTS = frozenset({"wrong_shape", "truncated_json"})
+CONTENT_FAULTS = frozenset({"wrong_shape", "truncated_json", "cut_short"})
 #: The faults of the fault probe (issue 16): 429 with Retry-After, 500, a hang past the client's timeout, a body that is
 #: not JSON, a body cut short, a reply cut short, and JSON of the wrong shape.
 PROBE_FAULTS = ("429", "500", "stall", "malformed", "truncate", "truncated_json", "wrong_shape")
@@ -213,10 +215,13 @@ class _Handler(BaseHTTPRequestHandler):
             finish = "stop"
             if fault == "wrong_shape":
                 text = json.dumps(WRONG_SHAPE)
-            elif fault == "truncated_json":
-                text, finish = text[:max(1, len(text) // 2)], "length"
+            elif fault in ("truncated_json", "cut_short"):
+                text = text[:max(1, len(text) // 2)]
             prompt = sum(_words(m["content"]) for m in body["messages"])
             completion = _words(text)
+            budget = body.get("max_tokens") or body.get("max_completion_tokens")
+            if fault == "truncated_json":  # cut off by its budget: the whole budget was spent
+                finish, completion = "length", int(budget) if budget else completion
             payload = {
                 "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"],

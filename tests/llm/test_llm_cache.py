@@ -59,14 +59,16 @@ def test_sampling_is_not_cached_unless_forced_and_can_be_bypassed(tmp_path: Path
 
 
 def test_persists_across_instances_and_keys_include_model_identity(tmp_path: Path) -> None:
+    # (the counting model's replies are prose: asked against a schema they would not be stored; schemas in the key:
+    # test_salvage_and_schema_cache.py)
     inner, _ = counting_model()
-    CachedModel(inner, SQLiteCache(tmp_path)).chat(ask("a"), schema={"type": "object"})
+    CachedModel(inner, SQLiteCache(tmp_path)).chat(ask("a"), stop=["\n"])
     other, seen = counting_model()
     reopened = CachedModel(other, SQLiteCache(tmp_path / CACHE_FILE))
-    assert reopened.chat(ask("a"), schema={"type": "object"}).cached
+    assert reopened.chat(ask("a"), stop=["\n"]).cached
     assert len(seen) == 0
     renamed = CachedModel(ScriptedModel(lambda m: "x", name="another"), SQLiteCache(tmp_path))
-    assert not renamed.chat(ask("a"), schema={"type": "object"}).cached
+    assert not renamed.chat(ask("a"), stop=["\n"]).cached
     params = {"temperature": 0.0, "max_tokens": 5}
     assert request_key("m", ask("a"), params) == request_key("m", ask("a"), {**params, "step": "s"})
     assert request_key("m", ask("a"), params) != request_key("n", ask("a"), params)

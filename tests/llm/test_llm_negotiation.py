@@ -65,7 +65,7 @@ def test_refused_max_tokens_and_temperature_are_learned_once_and_not_counted(ser
     assert sent(server, "temperature") == [0.0, 0.0, "<absent>"]
     assert rec.totals("q1").to_dict() | {"latency_s": 0} == {
         "calls": 1, "prompt_tokens": 5, "completion_tokens": 6, "latency_s": 0, "cache_hits": 0, "retries": 0,
-        "unreadable_replies": 0}
+        "unreadable_replies": 0, "salvaged_replies": 0}
     assert [c.error for c in rec.calls()] == [None]
 
     # learned once per endpoint: later calls, and other model objects for the same endpoint, send the fix at once

@@ -98,7 +98,7 @@ def test_budget_exhausted_gives_clear_error(server: FaultServer) -> None:
     assert record.error is not None and record.retries == 2 and record.step == "ccor.answer"
     assert rec.totals("q7").to_dict() | {"latency_s": 0} == {"calls": 1, "prompt_tokens": 0, "completion_tokens": 0,
                                                                "latency_s": 0, "cache_hits": 0, "retries": 2,
-                                                               "unreadable_replies": 0}
+                                                               "unreadable_replies": 0, "salvaged_replies": 0}
 
 
 def test_client_error_is_not_retried(server: FaultServer) -> None:

@@ -17,6 +17,7 @@ from kgqa.llm.structured import (
     extract_json,
     is_placeholder,
 )
+from kgqa.llm.tokens import approx_tokens
 
 
 class Relations(BaseModel):
@@ -118,19 +119,22 @@ def test_close_truncated_finds_nothing_where_nothing_was_completed(text: str) ->
 
 def test_salvage_reads_a_cut_off_reply_instead_of_re_asking_and_is_opt_in() -> None:
     cut = '{"relations": ["film.director", "film.writer", "film.prod'
+    budget = approx_tokens(cut)  # the reply used its whole budget: the scripted model says "length"
     scripted = ScriptedModel([{"reply": cut}])
-    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True)
+    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True, max_tokens=budget)
     assert result.relations == ["film.director", "film.writer"] and len(scripted.history) == 1
     # without salvage the same reply is re-asked, and the re-ask (the same cut reply) fails
     scripted = ScriptedModel([{"reply": cut}])
     with pytest.raises(StructuredOutputError):
-        ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x")
+        ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", max_tokens=budget)
     assert len(scripted.history) == 2
 
 
 def test_salvage_still_re_asks_when_the_completed_part_does_not_validate() -> None:
-    scripted = ScriptedModel([{"replies": ['{"scores": [1, 0.5], "relat', '{"relations": ["r1"]}']}])
-    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True)
+    cut = '{"scores": [1, 0.5], "relat'
+    scripted = ScriptedModel([{"replies": [cut, '{"relations": ["r1"]}']}])
+    result = ask_json(scripted, [{"role": "user", "content": "q"}], Relations, step="x", salvage=True,
+                      max_tokens=approx_tokens(cut))
     assert result.relations == ["r1"] and len(scripted.history) == 2
 
 

@@ -24,7 +24,7 @@ from kgqa.steps.pruning import (
     lexical_scores,
 )
 from kgqa.steps.relations import describe_hop, search_relations
-from kgqa.testing import Prompt, context, in_turn, offline_embedder, shared_movie_kg, truncated, unreadable
+from kgqa.testing import Prompt, budget_cut, context, in_turn, offline_embedder, shared_movie_kg, truncated, unreadable
 
 QUESTION = "Which rivers flow through Vienna?"
 RELEVANT = ["geography.city.rivers", "location.location.river_flows", "geography.river_crossing.river"]
@@ -201,7 +201,7 @@ def test_pruning_settings_are_checked() -> None:
 
 def test_a_reply_cut_off_by_its_budget_keeps_the_relations_it_completed_without_a_re_ask(
         candidates: list[Hop]) -> None:
-    cut = '{"relations": ["' + '", "'.join(RELEVANT[:2]) + '", "geography.riv'
+    cut = budget_cut('{"relations": ["' + '", "'.join(RELEVANT[:2]) + '", "geography.riv')  # finish_reason "length"
     ctx, _, recorder = context(None, lambda p: in_turn(cut, unreadable()), embedder=None)
     result = prune(pruner(ctx), candidates, ctx)
     assert recorder.by_step()[STEP].calls == 1

@@ -5,10 +5,38 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import click
 
 from kgqa.errors import ConfigError
 
-__all__ = ["check_arguments", "check_output_dir"]
+__all__ = ["OutputPath", "check_arguments", "check_method_config", "check_output_dir"]
+
+
+class OutputPath(click.Path):
+    """A ``click.Path`` (as :class:`pathlib.Path`) that refuses an empty value: ``--out ""`` would otherwise become
+    ``.``, the current directory, and a run or an import would be written there."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail(f"{value!r} is empty: name a directory (\".\" for the current one)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def check_method_config(items: Sequence[str]) -> None:
+    """Refuse a ``--method-config`` key given twice (``top_k=3 ... top_k=5``): the last would silently win."""
+    seen: dict[str, str] = {}
+    for item in items:
+        key = item.partition("=")[0].strip()
+        if not key.isidentifier():
+            continue  # not key=value at all: parse_method_config says so
+        if key in seen:
+            raise ConfigError(f"--method-config {key} is given twice ({seen[key]!r} and {item!r}); give each setting once")
+        seen[key] = item
 
 
 def check_arguments(argv: Sequence[str]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from kgqa.cli.checks import OutputPath, check_method_config
 from kgqa.errors import ConfigError
 
 RUN_EPILOG = """\b
@@ -58,13 +59,13 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
               help="KG for methods that need one: an embedded directory, a SPARQL URL or 'demo' (default: config kg).")
 @click.option("--embedder", default="minilm", show_default=True,
               help="Embedder, loaded only when the method needs one (e.g. embedding relation pruning).")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N questions (see --shuffle).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N questions (see --shuffle).")
 @click.option("--shuffle", is_flag=True, help="Draw the questions in a random order seeded by --seed (with --limit: a "
                                               "random sample).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the shuffle and of the method.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Questions answered concurrently (threads).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out_dir", type=OutputPath(), default=None,
               help="Run directory (default: runs/DATASET-SPLIT-METHOD-TIMESTAMP).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
 @click.option("--retry-errors", is_flag=True, help="With --resume: run the failed questions again.")
@@ -79,6 +80,10 @@ Examples (METHOD: a name from `kgqa methods`; default: the config's `method`):
               help="Seconds per SPARQL request attempt (default: KGQA_KG_TIMEOUT / config kg_timeout, else 30).")
 @click.option("--kg-retries", type=click.IntRange(min=0), default=None,
               help="Extra attempts per SPARQL request (default: KGQA_KG_RETRIES / config kg_retries, else 2).")
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Deadline of each question, shared by its KG queries and LLM calls and their retries; a question "
+                   "past it fails (--retry-errors runs it again). Default: KGQA_QUESTION_TIMEOUT / config "
+                   "question_timeout, else none; 0: none.")
 @click.option("--record-calls", is_flag=True, help="Keep every LLM call's prompt and reply in traces.jsonl (the trace "
                                                    "viewer of `kgqa serve` shows them; traces grow accordingly).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -89,7 +94,7 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
                llm_spec: str | None, kg_spec: str | None, embedder: str, limit: int | None, shuffle: bool, seed: int,
                workers: int, out_dir: Path | None, resume: bool, retry_errors: bool, data_dir: Path | None,
                max_failures: int, no_cache: bool, refresh_cache: bool, kg_timeout: float | None, kg_retries: int | None,
-               record_calls: bool, no_progress: bool, no_report: bool, as_json: bool) -> None:
+               timeout: float | None, record_calls: bool, no_progress: bool, no_report: bool, as_json: bool) -> None:
     """Evaluate METHOD on a benchmark: kgqa eval --dataset NAME --method NAME --llm SPEC [--kg KG] --out RUNDIR."""
     if ctx.invoked_subcommand is not None:
         given = [p.name for p in ctx.command.params
@@ -104,11 +109,14 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
     from datetime import datetime
 
     from kgqa import config
+    from kgqa.deadline import question_timeout
     from kgqa.eval.runner import run_eval
     from kgqa.methods import parse_method_config
 
     method = str(config.get("method", method))
+    check_method_config(method_config)
     settings = parse_method_config(method_config, method=method)
+    deadline = question_timeout(timeout)
     if out_dir is None:
         if resume:
             raise ConfigError("--resume needs --out RUNDIR (the run to continue)")
@@ -120,17 +128,19 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
                    embedder=embedder, limit=limit, seed=seed, shuffle=shuffle, workers=workers, resume=resume,
                    retry_errors=retry_errors, data_dir=data_dir, progress=not no_progress, report=not no_report,
                    max_consecutive_failures=max_failures, llm_options=cache_options(no_cache, refresh_cache),
-                   kg_options=kg_options(kg_timeout, kg_retries), record_calls=record_calls)
+                   kg_options=kg_options(kg_timeout, kg_retries), record_calls=record_calls, timeout=deadline)
     summary = run.summary
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
         _fail_if_all_failed(run)
         return
-    click.echo(f"{run.out_dir}: {run.answered} answered now ({run.failed} failed), {run.skipped} finished before; "
-               f"{summary.get('n', 0)} in results")
+    unreadable = f", {run.unreadable} of them for an unreadable reply" if run.unreadable else ""
+    click.echo(f"{run.out_dir}: {run.answered} answered now ({run.failed} failed{unreadable}), {run.skipped} finished "
+               f"before; {summary.get('n', 0)} in results")
     from kgqa.eval.report import headline
 
     click.echo(headline(summary))
+    _say_unreadable(summary)
     looks = (summary.get("run") or {}).get("test_ledger")
     if looks:
         click.echo(f"test split: evaluation {looks['evaluations']} of {summary.get('method')} on "
@@ -159,9 +169,25 @@ def kg_options(timeout: float | None, retries: int | None) -> dict[str, Any]:
     return options
 
 
+def _say_unreadable(summary: dict[str, Any]) -> None:
+    """When some questions got a reply still unreadable after its re-ask (marked as errors): the score with and
+    without them, and how to ask them again."""
+    marked = int(summary.get("questions_with_unreadable") or 0)
+    if not marked:
+        return
+
+    def rate(value: Any) -> str:
+        return "n/a" if value is None else f"{100 * float(value):.1f}"
+
+    click.echo(f"{marked} questions got a reply still unreadable after its re-ask (errors that --resume --retry-errors "
+               f"asks again): Hits@1 {rate(summary.get('hits@1'))} with them, {rate(summary.get('hits@1_readable'))} "
+               "without")
+
+
 def _fail_if_all_failed(run: Any) -> None:
-    """A run in which every question failed is a failed command (exit 1), with its first error named."""
-    if not run.answered or run.failed < run.answered:
+    """A run in which every question failed is a failed command (exit 1), with its first error named. A question
+    marked only for an unreadable reply was answered (badly): it does not make the command fail."""
+    if not run.answered or run.failed - getattr(run, "unreadable", 0) < run.answered:
         return
     from kgqa.errors import RunFailed
     from kgqa.eval.rundir import read_results
@@ -278,7 +304,7 @@ def diagnose_command(run_dir: Path, markdown: bool, as_json: bool) -> None:
 @click.option("--format", "fmt", required=True, metavar="pog|vog|aog",
               help="The project whose released run FILE is (docs/released-runs.md describes each format).")
 @click.option("--dataset", required=True, help="The dataset FILE answers (cwq, webqsp, grailqa, webquestions, ...).")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "out_dir", required=True, type=OutputPath(),
               help="The new run directory (must not exist or be empty).")
 @click.option("--split", default="test", show_default=True, help="The dataset's split FILE answers.")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,

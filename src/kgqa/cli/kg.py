@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from kgqa.cli.checks import OutputPath
 from kgqa.errors import KGError
 from kgqa.kg import Direction, KnowledgeGraph, format_chain, open_kg, parse_chain
 from kgqa.kg.base import Chain, is_literal
@@ -47,7 +48,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", default=None,
               help="metaqa, tsv, nt, ttl, nq, trig or freebase-pieces (guessed from the file name if omitted).")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Directory of the embedded KG.")
+@click.option("--out", "out_dir", required=True, type=OutputPath(), help="Directory of the embedded KG.")
 @click.option("--names", type=click.Path(path_type=Path), default=None, help="Optional id<TAB>name file.")
 @schema_option
 @click.option("--skip-bad", is_flag=True, help="Count and skip malformed lines instead of stopping at the first.")
@@ -59,11 +60,14 @@ def kg_import(source: Path, fmt: str | None, out_dir: Path, names: Path | None, 
     from kgqa.cli.checks import check_output_dir
     from kgqa.errors import DataError
     from kgqa.kg.embedded import EmbeddedKGBuilder
+    from kgqa.kg.embedded.staging import clean_stale_builds
     from kgqa.kg.loaders import guess_format, load_into
 
     if not source.exists():
         raise KGError(f"source {source} does not exist")
     check_output_dir(out_dir)
+    for stale in clean_stale_builds(out_dir.absolute().parent):
+        click.echo(f"kgqa: removed {stale}, left by an import that did not finish", err=True)
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
         raise DataError(f"--out {out_dir} is not empty (an earlier import?); give --force to replace it, or another --out")
     fmt = fmt or guess_format(source)
@@ -148,9 +152,11 @@ def kg_relations(kg_spec: str, entity: str, direction: str, schema: str | None, 
 def kg_chain(kg_spec: str, sources: tuple[str, ...], path: str, limit: int, with_paths: bool, schema: str | None,
              as_json: bool) -> None:
     """Follow a relation chain from the topic entities; intermediate entities are variables."""
+    chain = parse_chain(path)
+    if not chain:  # '' would follow nothing and print the start entities back
+        raise KGError(f"--path {path!r} has no relations; give relations separated by commas, e.g. 'r1,^r2'")
     kg = open_kg(kg_spec, schema=schema)
     topics = [resolve_entity(kg, s) for s in sources]
-    chain = parse_chain(path)
     check_chain(kg, chain)
     result = kg.run_chain(topics, chain, bindings=with_paths, limit=limit)
     payload: dict[str, Any] = {"from": topics, "path": format_chain(chain), "entities": _labelled(kg, result.entities),

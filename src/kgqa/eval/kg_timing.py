@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from kgqa.deadline import DeadlineExceeded
 from kgqa.errors import QueryTimeout
 
 __all__ = ["KGClock", "TimedKG", "kg_clock"]
@@ -78,8 +79,10 @@ class TimedKG:
             timed_out = False
             try:
                 return attr(*args, **kwargs)
-            except QueryTimeout:
-                timed_out = True  # methods may fall back and go on; the run still learns the KG is not answering
+            except (QueryTimeout, DeadlineExceeded):
+                # methods may fall back and go on; the run still learns the KG is not answering (a question whose
+                # deadline ran out inside a KG call waited for the KG as well)
+                timed_out = True
                 raise
             finally:
                 clock.add(time.perf_counter() - started, timed_out=timed_out)

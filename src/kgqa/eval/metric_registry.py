@@ -258,6 +258,21 @@ def _questions_with_unreadable(rows: Sequence[Row]) -> int:
     return sum(1 for row in rows if int(row.get("unreadable_replies") or 0) > 0)
 
 
+def _questions_with_salvaged(rows: Sequence[Row]) -> int:
+    return sum(1 for row in rows if int(row.get("salvaged_replies") or 0) > 0)
+
+
+def readable_mean_of(key: str) -> OverRows:
+    """The mean of ``row[key]`` over the rows whose question got no reply left unreadable after its re-ask (those rows
+    are errors that ``--retry-errors`` asks again); None when every row got one."""
+
+    def mean(rows: Sequence[Row]) -> float | None:
+        kept = [float(row.get(key) or 0) for row in rows if int(row.get("unreadable_replies") or 0) == 0]
+        return average(kept) if kept else None
+
+    return mean
+
+
 _EVERYWHERE = frozenset({Place.REPORT, Place.HEADLINE, Place.COMPARE, Place.SERVICE})
 _TABLES = frozenset({Place.REPORT, Place.COMPARE})
 _SUMMARY_ONLY: frozenset[Place] = frozenset()
@@ -332,5 +347,21 @@ for _metric in (
            "questions that got at least one unreadable reply", over_rows=_questions_with_unreadable,
            direction=Direction.LOWER, format=Format.WHOLE, section=Section.COST, shown=_SUMMARY_ONLY,
            in_breakdowns=False),
+    # The score without the questions an unreadable reply marked as errors (Hits@1 and F1 above count them as they
+    # stand): both are reported, so a run with a faulty endpoint can be read either way.
+    Metric("hits@1_readable", "Hits@1 without unreadable",
+           "Hits@1 over the questions that got no reply still unreadable after its re-ask",
+           over_rows=readable_mean_of("hit1"), shown=_TABLES),
+    Metric("f1_readable", "F1 without unreadable",
+           "F1 over the questions that got no reply still unreadable after its re-ask",
+           over_rows=readable_mean_of("f1"), shown=_TABLES),
+    Metric("salvaged_replies_total", "salvaged replies",
+           "replies cut off by their token budget and read as far as they got (what they had not finished is lost)",
+           over_rows=sum_of("salvaged_replies"), direction=Direction.LOWER, format=Format.WHOLE,
+           section=Section.COST, shown=_SUMMARY_ONLY, in_breakdowns=False),
+    Metric("questions_with_salvaged", "questions with salvaged replies",
+           "questions that got at least one reply cut off by its token budget and salvaged",
+           over_rows=_questions_with_salvaged, direction=Direction.LOWER, format=Format.WHOLE, section=Section.COST,
+           shown=_SUMMARY_ONLY, in_breakdowns=False),
 ):
     register_metric(_metric)

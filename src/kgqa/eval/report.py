@@ -260,6 +260,9 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              ("failed questions", str(summary.get("errors", 0))),
              ("unreadable replies", f"{summary.get('unreadable_replies_total', 0):,} in "
                                     f"{summary.get('questions_with_unreadable', 0):,} questions"),
+             ("salvaged replies", f"{summary.get('salvaged_replies_total') or 0:,} in "
+                                  f"{summary.get('questions_with_salvaged') or 0:,} questions (cut off by their "
+                                  "token budget, read as far as they got)"),
              ("method config", json.dumps(run_config.get("method_config") or {})),
              ("LLM", str(run_config.get("llm"))), ("KG", str(run_config.get("kg"))),
              ("seed / shuffle", f"{run_config.get('seed')} / {run_config.get('shuffle')}"),

@@ -272,12 +272,16 @@ def rewrite_lines(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def compact_traces(path: Path, done: set[str]) -> None:
-    """Keep exactly one trace line per finished question (drop torn lines and traces of unfinished questions)."""
+    """Keep exactly one trace line per finished question (drop torn lines and traces of unfinished questions).
+
+    A finished question with several trace lines keeps its last: a trace is written just before its result, so the
+    last one is the trace of the attempt whose row results.jsonl holds (an earlier one belongs to an attempt that
+    never wrote its row)."""
     if not path.exists():
         return
     data = path.read_bytes()
-    kept: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    last: dict[str, int] = {}
+    rows: list[tuple[str, dict[str, Any]]] = []
     changed = not data.endswith(b"\n") and bool(data)
     for line in data.splitlines():
         try:
@@ -286,13 +290,15 @@ def compact_traces(path: Path, done: set[str]) -> None:
             changed = True
             continue
         rid = row.get("id") if isinstance(row, dict) else None
-        if rid in done and rid not in seen:
-            seen.add(rid)
-            kept.append(row)
-        else:
+        if rid not in done:
             changed = True
+            continue
+        if rid in last:
+            changed = True
+        last[rid] = len(rows)
+        rows.append((rid, row))
     if changed:
-        rewrite_lines(path, kept)
+        rewrite_lines(path, [row for index, (rid, row) in enumerate(rows) if last[rid] == index])
 
 
 # ---------------------------------------------------------------------------------------------------------------------

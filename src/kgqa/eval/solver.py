@@ -16,6 +16,7 @@ from typing import Any
 from kgqa.core import GoldReasoning, MethodContext, Prediction, Question
 from kgqa.datasets.gold_chains import answer_keys
 from kgqa.datasets.gold_reasoning import gold_reasoning
+from kgqa.deadline import question_deadline
 from kgqa.eval.kg_timing import KGClock, TimedKG, kg_clock
 from kgqa.eval.metrics import QuestionScore, score_prediction
 from kgqa.llm.accounting import Recorder
@@ -23,7 +24,11 @@ from kgqa.llm.oracle import oracle_question
 from kgqa.methods.base import Method, attach_run_facts, solve
 from kgqa.steps.losses import CandidateLog, Loss, candidate_log
 
-__all__ = ["QuestionSolver", "question_row"]
+__all__ = ["UNREADABLE_ERROR", "QuestionSolver", "question_row", "unreadable_error"]
+
+#: The kind of error (the text before the first colon of a row's ``error``) of a question that got a reply still
+#: unreadable after its re-ask: it is scored as it stands, and ``--resume --retry-errors`` asks it again.
+UNREADABLE_ERROR = "UnreadableReply"
 
 
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(QuestionScore))
@@ -55,10 +60,19 @@ def _row(question: Question, prediction: Prediction, score: QuestionScore, clock
     row["cache_hits"] = int(usage.get("cache_hits", 0))
     row["retries"] = int(usage.get("retries", 0))
     row["unreadable_replies"] = int(usage.get("unreadable_replies", 0))
+    row["salvaged_replies"] = int(usage.get("salvaged_replies", 0))
     row["kg_time_s"] = clock.seconds
     row["kg_calls"] = clock.calls
     row["kg_timeouts"] = clock.timeouts
     return row
+
+
+def unreadable_error(unreadable: list[tuple[str | None, str]]) -> str:
+    """The ``error`` of a row whose question got replies still unreadable after their re-ask ((step, error) each)."""
+    step, error = unreadable[0]
+    count = f"{len(unreadable)} replies" if len(unreadable) > 1 else "a reply"
+    return (f"{UNREADABLE_ERROR}: {count} still unreadable after the re-ask (first at step {step or '?'}: "
+            f"{' '.join(error.split())[:300]}); the answer was scored as it stands")
 
 
 def _loss(log: CandidateLog, prediction: Prediction, score: QuestionScore, *, reads_kg: bool) -> Loss:
@@ -73,8 +87,10 @@ def _loss(log: CandidateLog, prediction: Prediction, score: QuestionScore, *, re
 class QuestionSolver:
     """Answers and scores one question at a time (thread-safe: per-question state lives in locals)."""
 
-    def __init__(self, method: Method, base: MethodContext, recorder: Recorder, *, record_calls: bool = False) -> None:
+    def __init__(self, method: Method, base: MethodContext, recorder: Recorder, *, record_calls: bool = False,
+                 timeout: float | None = None) -> None:
         self.method = method
+        self.timeout = timeout  # the deadline of each question (kgqa.deadline), None: none
         self.kg = base.kg  # the gold reasoning is read here, outside the question's KG time
         # every KG call's time counts against the question being answered
         self.base = dataclasses.replace(base, kg=TimedKG(base.kg)) if base.kg is not None else base
@@ -112,7 +128,7 @@ class QuestionSolver:
             gold_error = None
         started = time.perf_counter()
         with (kg_clock() as clock, oracle_question(gold, seed=self.base.seed, question_id=question.id),
-              candidate_log(gold) as log):
+              candidate_log(gold) as log, question_deadline(self.timeout)):
             try:
                 # solve() answers inside the recorder's scope of the question and attaches the trace and the usage.
                 prediction = solve(self.method, question, ctx, recorder=self.recorder, scope=question.id)
@@ -131,8 +147,16 @@ class QuestionSolver:
             score = score_prediction(question, prediction, latency_s=latency)
         row = _row(question, prediction, score, clock, prediction.usage)
         row.update(_loss(log, prediction, score, reads_kg=self.kg is not None).as_row())
+        unreadable = self.recorder.unreadable(question.id)
+        if unreadable and not row.get("error"):
+            # the method went on without the reply (an empty answer, a fallback): scored as it stands, but an error
+            # that --retry-errors asks again, and the summary also scores the run without such questions
+            row["error"] = unreadable_error(unreadable)
         trace_row: dict[str, Any] = {"id": question.id, "trace": prediction.trace, "evidence": prediction.evidence,
                                      "topics": prediction.topics, "details": prediction.details}
+        salvaged = self.recorder.salvaged(question.id)
+        if salvaged:  # replies cut off by their token budget, read as far as they got
+            trace_row["salvaged_replies"] = [{"step": step, "kept": kept} for step, kept in salvaged]
         if tb is not None:
             trace_row["traceback"] = tb
         if gold_error is not None:

@@ -44,6 +44,14 @@ def note_unreadable(step: str | None, error: str) -> None:
         recorder.add_unreadable(_QUESTION.get(), step or _STEP.get(), error)
 
 
+def note_salvaged(step: str | None, detail: str) -> None:
+    """Count a reply cut off by its token budget and read as far as it got (``ask_json(salvage=True)``) against the
+    current question of the recorder whose ``scope`` is active (if any)."""
+    recorder = _RECORDER.get()
+    if recorder is not None:
+        recorder.add_salvaged(_QUESTION.get(), step or _STEP.get(), detail)
+
+
 @dataclass(frozen=True, slots=True)
 class CallRecord:
     """One model call as the recorder saw it."""
@@ -75,6 +83,9 @@ class UsageTotals:
     retries: int = 0
     #: Replies that stayed unreadable (no valid JSON of the asked shape) after the re-ask.
     unreadable_replies: int = 0
+    #: Replies cut off by their token budget whose completed part was read instead (what they had not finished is
+    #: lost: an answer list may be shorter than the model meant).
+    salvaged_replies: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -104,6 +115,8 @@ class Recorder:
         self._by_question: dict[str | None, list[CallRecord]] = {}
         # Unreadable replies per question: (step, validation error), noted by structured output after its re-ask.
         self._unreadable: dict[str | None, list[tuple[str | None, str]]] = {}
+        # Replies cut off by their budget and salvaged, per question: (step, what was kept).
+        self._salvaged: dict[str | None, list[tuple[str | None, str]]] = {}
         self._lock = threading.Lock()
 
     @contextmanager
@@ -128,6 +141,19 @@ class Recorder:
             if question_id is None:
                 return [item for items in self._unreadable.values() for item in items]
             return list(self._unreadable.get(question_id, ()))
+
+    def add_salvaged(self, question_id: str | None, step: str | None, detail: str) -> None:
+        """Count a reply cut off by its token budget that was read as far as it got."""
+        with self._lock:
+            self._salvaged.setdefault(question_id, []).append((step, detail))
+
+    def salvaged(self, question_id: str | None = None) -> list[tuple[str | None, str]]:
+        """(step, what was kept) of the salvaged replies: of one question, or of the whole run when ``question_id`` is
+        None."""
+        with self._lock:
+            if question_id is None:
+                return [item for items in self._salvaged.values() for item in items]
+            return list(self._salvaged.get(question_id, ()))
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -171,7 +197,8 @@ class Recorder:
 
     def totals(self, question_id: str | None = None) -> UsageTotals:
         """Sums for one question, or for the whole run when ``question_id`` is ``None``."""
-        return replace(_sum(self.calls(question_id)), unreadable_replies=len(self.unreadable(question_id)))
+        return replace(_sum(self.calls(question_id)), unreadable_replies=len(self.unreadable(question_id)),
+                       salvaged_replies=len(self.salvaged(question_id)))
 
     def by_step(self, question_id: str | None = None) -> dict[str, UsageTotals]:
         """Sums per step label (unlabelled calls under ``""``)."""
@@ -185,6 +212,7 @@ class Recorder:
             self._records.clear()
             self._by_question.clear()
             self._unreadable.clear()
+            self._salvaged.clear()
 
     def __len__(self) -> int:
         return len(self._records)

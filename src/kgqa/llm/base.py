@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from kgqa import deadline
 from kgqa.errors import ConfigError, KGQAError
 
 #: Parameters every backend understands. ``step`` and ``cache`` are consumed by the wrappers, never sent to a backend.
@@ -59,6 +60,18 @@ class Completion:
     #: What the backend changed in its requests while making this call because the endpoint refused something
     #: (e.g. ``"structured_mode: json_schema -> json_object_schema (HTTP 500)"``). Not retries: no budget was spent.
     negotiations: tuple[str, ...] = ()
+    #: Why the reply ended, as the backend said it (OpenAI's ``finish_reason``: ``"stop"``, ``"length"`` when the
+    #: token budget cut it off, ...); None when unknown (a reply replayed from the cache). See :func:`cut_by_budget`.
+    finish_reason: str | None = None
+
+
+def cut_by_budget(completion: Completion, max_tokens: int | None = None) -> bool:
+    """Whether ``completion`` was cut off by its token budget: the backend said so (``finish_reason == "length"``),
+    or, when it did not say why the reply ended, the reply used the whole budget ``max_tokens`` (default 512)."""
+    if completion.finish_reason is not None:
+        return completion.finish_reason == "length"
+    budget = DEFAULT_MAX_TOKENS if max_tokens is None else int(max_tokens)
+    return completion.usage.completion_tokens >= budget
 
 
 @runtime_checkable
@@ -146,6 +159,8 @@ class BaseChatModel:
         clean = normalize_params(params)
         clean.pop("step", None)
         clean.pop("cache", None)
+        # the question's deadline (kgqa.deadline): no call is started past it
+        deadline.check(f"before asking {self.name}")
         started = time.perf_counter()
         completion = self._complete(msgs, clean)
         completion.latency_s = time.perf_counter() - started

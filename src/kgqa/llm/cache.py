@@ -4,12 +4,15 @@ The file is a :class:`kgqa.localdb.LocalSQLite`: safe with several writer proces
 default only deterministic calls (temperature 0) are cached; a call can
 force it either way with ``cache=True/False``.
 
-A reply asked for against a schema (``schema=``, as :func:`kgqa.llm.structured.ask_json` asks) is stored only when it
-validates, and a stored reply that no longer validates (an older, laxer schema; a cache filled before this rule) is
-skipped as a miss: a faulty endpoint cannot leave damaged replies behind for later runs to replay. One exception: a
-reply that spent its whole token budget and whose completed part validates (what ``ask_json(salvage=True)`` reads) is
-kept, since the same request at temperature 0 would be cut off the same way. ``refresh=True``
-never reads the cache but writes what it gets (``kgqa eval --refresh-cache``): a clean rerun that replaces old entries.
+The key covers the model, the messages and every parameter that reaches the model, the schema included, whether it
+was given as a pydantic class or as a JSON-schema dict (both as the JSON schema sent): the same messages asked with
+another schema, or with none, are another request. A reply asked for against a schema (``schema=``, as
+:func:`kgqa.llm.structured.ask_json` asks; a class or a dict) is stored only when it validates, and a stored reply that
+no longer validates (an older, laxer schema; a cache filled before this rule) is skipped as a miss: a faulty endpoint
+cannot leave damaged replies behind for later runs to replay. One exception: a reply that spent its whole token budget
+and whose completed part validates (what ``ask_json(salvage=True)`` reads) is kept, since the same request at
+temperature 0 would be cut off the same way. ``refresh=True`` never reads the cache but writes what it gets (``kgqa eval
+--refresh-cache``): a clean rerun that replaces old entries.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kgqa.llm.base import Completion, Usage, normalize_params, validate_messages
@@ -82,8 +86,9 @@ class SQLiteCache:
 
 def _readable(schema: Any, text: str, parsed: Any, *, budget_spent: bool = False) -> bool:
     """Whether a reply validates against the schema it was asked for (any reply when none was given), or, when it
-    spent its whole token budget (``budget_spent``), whether the part it completed does."""
-    if schema is None or not isinstance(schema, type):
+    spent its whole token budget (``budget_spent``), whether the part it completed does. The schema is a pydantic
+    model class or a JSON-schema dict (:mod:`kgqa.llm.schema_check`)."""
+    if schema is None or not isinstance(schema, type | Mapping):
         return True
     from kgqa.llm.structured import close_truncated, reply_error
 

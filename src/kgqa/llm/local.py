@@ -217,6 +217,7 @@ class LocalChatModel(BaseChatModel):
         text = out["choices"][0]["message"].get("content") or ""
         usage = out.get("usage") or {}
         parsed = parse_json_reply(text) if schema is not None else None
+        finish = out["choices"][0].get("finish_reason")  # "length" when max_tokens cut the reply
         return Completion(text=text, usage=Usage(int(usage.get("prompt_tokens", 0)),
                                                  int(usage.get("completion_tokens", 0))),
-                          json=parsed, model=self.name)
+                          json=parsed, model=self.name, finish_reason=str(finish) if finish else None)

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kgqa import deadline
 from kgqa.errors import ConfigError
 from kgqa.llm.base import (
     BaseChatModel,
@@ -387,7 +388,9 @@ class OpenAIChatModel(BaseChatModel):
         else:  # some servers omit usage: fall back to the approximation rather than report zero
             counted = Usage(approx_prompt_tokens(messages), approx_tokens(text))
         parsed = parse_json_reply(text) if params.get("schema") is not None else None
-        return Completion(text=text, usage=counted, json=parsed, model=self.name, retries=retries)
+        finish = getattr(choices[0], "finish_reason", None)
+        return Completion(text=text, usage=counted, json=parsed, model=self.name, retries=retries,
+                          finish_reason=str(finish) if finish else None)
 
     def _classify(self, exc: BaseException) -> tuple[bool, float | None, int | None, str] | None:
         """(retryable, retry_after, status, message) for a transport/API failure; ``None`` for anything else."""
@@ -435,6 +438,10 @@ class OpenAIChatModel(BaseChatModel):
             return None
         return self._give_up_or_wait(exc, attempt)
 
+    def _attempt_timeout(self) -> float:
+        """Seconds one attempt may take: the model's ``timeout``, cut to what the question has left (kgqa.deadline)."""
+        return deadline.attempt_timeout(self.timeout, f"waiting for {self.name}")
+
     # -- sync -------------------------------------------------------------------------------------------------------------
 
     def _complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
@@ -446,16 +453,18 @@ class OpenAIChatModel(BaseChatModel):
                 request = self._request(messages, params, plan)
                 try:
                     with self._slots:
-                        response = self._client.chat.completions.create(**request)
+                        response = self._client.chat.completions.create(**request, timeout=self._attempt_timeout())
                     completion = self._completion(response, messages, params, attempt)
                     self._accepted(plan, params)
                     completion.negotiations = tuple(negotiated)
                     return completion
                 except Exception as exc:
+                    deadline.check(f"waiting for {self.name} ({type(exc).__name__})")
                     wait = self._after_error(exc, plan, request, negotiated, attempt)
                     if wait is None:
                         continue  # sent again at once: a negotiation is not a retry
-                time.sleep(wait)  # outside the slot: a backing-off call must not block others
+                # outside the slot: a backing-off call must not block others; never past the question's deadline
+                deadline.sleep(wait, f"before retrying {self.name} (attempt {attempt + 1} failed)")
                 attempt += 1
 
     # -- async ------------------------------------------------------------------------------------------------------------
@@ -476,6 +485,7 @@ class OpenAIChatModel(BaseChatModel):
         clean = normalize_params(params)
         clean.pop("step", None)
         clean.pop("cache", None)
+        deadline.check(f"before asking {self.name}")
         client, slots = self._loop_state()
         started = time.perf_counter()
         attempt = 0
@@ -485,15 +495,19 @@ class OpenAIChatModel(BaseChatModel):
             request = self._request(msgs, clean, plan)
             try:
                 async with slots:
-                    response = await client.chat.completions.create(**request)
+                    response = await client.chat.completions.create(**request, timeout=self._attempt_timeout())
                 completion = self._completion(response, msgs, clean, attempt)
                 self._accepted(plan, clean)
                 completion.latency_s = time.perf_counter() - started
                 completion.negotiations = tuple(negotiated)
                 return completion
             except Exception as exc:
+                deadline.check(f"waiting for {self.name} ({type(exc).__name__})")
                 wait = self._after_error(exc, plan, request, negotiated, attempt)
                 if wait is None:
                     continue
+            left = deadline.current()
+            if left is not None and wait >= left.remaining():
+                raise left.exceeded(f"before retrying {self.name} (attempt {attempt + 1} failed)")
             await asyncio.sleep(wait)
             attempt += 1

@@ -49,10 +49,13 @@ def scripted_completion(messages: Sequence[dict[str, str]], text: str, params: d
                         model: str) -> Completion:
     """The completion of a scripted reply ``text``: usage by the approximation of :mod:`kgqa.llm.tokens`, and the reply
     parsed as JSON when a ``schema`` was asked for (as a JSON-mode backend would). Shared by every scripted model, so
-    their accounting agrees."""
+    their accounting agrees. Its ``finish_reason`` is ``"length"`` when the reply uses the whole ``max_tokens`` budget
+    (as a real model cut off there would), else ``"stop"``: a script cuts a reply short by giving it that budget."""
     usage = Usage(approx_prompt_tokens(messages), approx_tokens(text))
     parsed = parse_json_reply(text) if params.get("schema") is not None else None
-    return Completion(text=text, usage=usage, json=parsed, model=model)
+    budget = params.get("max_tokens")
+    finish = "length" if budget is not None and usage.completion_tokens >= int(budget) else "stop"
+    return Completion(text=text, usage=usage, json=parsed, model=model, finish_reason=finish)
 
 
 def _rule_from_dict(raw: Any, where: str) -> _Rule:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from kgqa.llm.accounting import note_unreadable
-from kgqa.llm.base import LLMError
+from kgqa.llm.accounting import note_salvaged, note_unreadable
+from kgqa.llm.base import LLMError, cut_by_budget
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -170,8 +171,20 @@ def _attempt(schema: type[M], completion_text: str, parsed: Any | None) -> tuple
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors())
 
 
-def reply_error(schema: type[BaseModel], text: str, parsed: Any | None = None) -> str | None:
-    """Why a reply does not validate as ``schema`` (None when it does); ``parsed`` is the backend's parsed JSON, if any."""
+def reply_error(schema: type[BaseModel] | Mapping[str, Any], text: str, parsed: Any | None = None) -> str | None:
+    """Why a reply does not validate as ``schema`` (None when it does); ``parsed`` is the backend's parsed JSON, if any.
+
+    ``schema`` is a pydantic model class or a JSON-schema dict (checked by :func:`kgqa.llm.schema_check.schema_problem`);
+    anything else checks nothing."""
+    if isinstance(schema, Mapping):
+        from kgqa.llm.schema_check import schema_problem
+
+        try:
+            value = parsed if parsed is not None else extract_json(text)
+        except StructuredOutputError as exc:
+            return str(exc)
+        problem = schema_problem(schema, value)
+        return f"the JSON does not match the schema: {problem}" if problem else None
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
     _, error = _attempt(schema, text, parsed)
@@ -189,9 +202,13 @@ def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, ste
              salvage: bool = False, **params: Any) -> M:
     """Ask ``model`` for a reply that validates as ``schema``; re-ask once with the validation error.
 
-    ``instruct`` appends the schema to the system message (or adds one). ``salvage``: a reply that does not decode is
-    first read as cut off by its token budget (:func:`close_truncated`), and only re-asked when that does not validate
-    either: a small model that loops on a list fills any budget, and the re-ask loops the same way.
+    ``instruct`` appends the schema to the system message (or adds one). ``salvage``: a reply that does not decode
+    and was cut off by its token budget (:func:`~kgqa.llm.base.cut_by_budget`: the backend's ``finish_reason`` is
+    ``length``, or, when it gives none, the reply used the whole ``max_tokens``) is read as far as it got
+    (:func:`close_truncated`), and only re-asked when that does not validate either: a small model that loops on a list
+    fills any budget, and the re-ask loops the same way. A salvaged reply is counted against the question being
+    answered (:func:`kgqa.llm.accounting.note_salvaged`: ``salvaged_replies`` in results.jsonl). A reply that ended
+    on its own but does not decode is damaged, not unfinished: it is re-asked, never shortened.
     Raises :class:`StructuredOutputError`.
     """
     msgs = [dict(m) for m in messages]
@@ -205,11 +222,14 @@ def ask_json(model: Any, messages: list[dict[str, str]], schema: type[M], *, ste
     result, error = _attempt(schema, first.text, first.json)
     if result is not None:
         return result
-    if salvage and first.json is None and isinstance(first.text, str):
+    if salvage and first.json is None and isinstance(first.text, str) and cut_by_budget(first, params.get("max_tokens")):
+        # only a reply its token budget cut off: one that ended on its own is damaged, not unfinished, and is re-asked
         closed = close_truncated(first.text)
         if closed is not None:
             result, _ = _attempt(schema, "", closed)
             if result is not None:
+                note_salvaged(step, f"{len(first.text)} characters cut off by the token budget, read as "
+                                    f"{json.dumps(closed, ensure_ascii=False)[:200]}")
                 return result
     retry_msgs = [*msgs, {"role": "assistant", "content": first.text},
                   {"role": "user", "content": f"That reply was not valid: {error}\n"

@@ -57,7 +57,10 @@ def ask_reply(llm: ChatModel, signature: Signature, *, max_tokens: int | None = 
     ``salvage`` (on by default: every method's steps) reads a reply cut off by its budget as far as it got before
     re-asking (see :func:`~kgqa.llm.structured.ask_json`): a small model that loops on a list fills any budget, and
     its re-ask, at temperature 0, loops the same way (PoG with the 135M model: 7 of 27 calls on 3 MetaQA questions
-    were re-asks, all of them after replies cut off mid-list).
+    were re-asks, all of them after replies cut off mid-list). Only a reply the budget cut off is salvaged (the
+    backend's finish reason is ``length``, or, without one, the reply used the whole budget); a reply that ended on its
+    own but does not decode is re-asked. Each salvaged reply is counted against the question (``salvaged_replies`` in
+    its results.jsonl row, beside ``unreadable_replies``), since what the model had not finished is lost.
 
     An unreadable reply (no valid JSON after the re-ask) is a failed result whose ``failure`` is the validation error
     (it names the model, the schema and the step); errors of the model backend itself (:class:`~kgqa.llm.base.LLMError`

@@ -47,6 +47,7 @@ from kgqa.testing.policy import (
     PolicyModel,
     Prompt,
     Reply,
+    budget_cut,
     by_step,
     fail,
     fenced,
@@ -61,7 +62,8 @@ if TYPE_CHECKING:
     from kgqa.text.base import Embedder
 
 __all__ = [
-    "OFFLINE_EMBEDDER", "XSD_GYEAR", "InTurn", "Policy", "PolicyError", "PolicyModel", "Prompt", "Reply", "by_step",
+    "OFFLINE_EMBEDDER", "XSD_GYEAR", "InTurn", "Policy", "PolicyError", "PolicyModel", "Prompt", "Reply", "budget_cut",
+    "by_step",
     "context", "fail", "fenced", "in_turn", "movie_kg", "offline_embedder", "question", "script", "shared_movie_kg",
     "small_kg", "truncated", "unreadable",
 ]

@@ -11,7 +11,9 @@ What the policy returns is the reply:
 * an exception instance is raised, as from a backend; :func:`fail` makes the :class:`~kgqa.llm.LLMError` a
   dead backend raises after its retries;
 * :func:`unreadable` is a reply with no JSON in it, :func:`truncated` a JSON reply cut mid-way (as ``max_tokens`` cuts
-  one), :func:`fenced` good JSON wrapped in prose and a Markdown fence, as small models write it;
+  one: answered with ``finish_reason`` ``"length"``, which is what lets ``ask_json(salvage=True)`` read it; so is any text
+  marked with :func:`budget_cut`), :func:`fenced` good JSON wrapped in prose and a Markdown fence, as small models write
+  it;
 * :func:`in_turn` gives one reply per attempt (the first ask, the re-ask, ...), so a re-ask is scripted in place.
 
 :func:`script` (replies call by call, ignoring the prompt) and :func:`by_step` (a reply or sub-policy per step label)
@@ -40,8 +42,8 @@ from kgqa.llm.base import BaseChatModel, Completion, LLMError
 from kgqa.llm.scripted import last_user_message, reply_text, scripted_completion
 
 __all__ = [
-    "InTurn", "Policy", "PolicyError", "PolicyModel", "Prompt", "Reply", "by_step", "fail", "fenced", "in_turn",
-    "script", "truncated", "unreadable",
+    "InTurn", "Policy", "PolicyError", "PolicyModel", "Prompt", "Reply", "budget_cut", "by_step", "fail", "fenced",
+    "in_turn", "script", "truncated", "unreadable",
 ]
 
 #: What a policy may return (see the module docstring).
@@ -146,6 +148,17 @@ def unreadable(text: str = "I am not sure; it might be one of the films, but I c
     return text
 
 
+class _BudgetCut(str):
+    """A reply text its token budget cut off: :class:`PolicyModel` answers it with ``finish_reason`` ``"length"``."""
+
+    __slots__ = ()
+
+
+def budget_cut(text: str) -> str:
+    """``text`` as a reply its token budget cut off (``finish_reason`` ``"length"``), whatever the budget asked for."""
+    return _BudgetCut(text)
+
+
 def truncated(reply: Reply, keep: float = 0.5) -> str:
     """The text of ``reply`` (JSON for a non-string) cut after ``keep`` of its characters, as a ``max_tokens`` cut does.
 
@@ -157,7 +170,7 @@ def truncated(reply: Reply, keep: float = 0.5) -> str:
         raise ValueError(f"cannot truncate a reply of {len(text)} character(s)")
     if not 0.0 < keep < 1.0:
         raise ValueError(f"keep must be a fraction in (0, 1), got {keep}")
-    return text[:min(len(text) - 1, max(1, int(len(text) * keep)))]
+    return _BudgetCut(text[:min(len(text) - 1, max(1, int(len(text) * keep)))])
 
 
 def fenced(reply: Reply, prose: str = "Here is my answer:") -> str:
@@ -277,7 +290,10 @@ class PolicyModel(BaseChatModel):
                     self.policy_errors.append(exc)
                 raise
             self.replies.append(text)
-        return scripted_completion(messages, text, params, model=self.name)
+        completion = scripted_completion(messages, text, params, model=self.name)
+        if isinstance(text, _BudgetCut):  # scripted as cut off by max_tokens, whatever the budget
+            completion.finish_reason = "length"
+        return completion
 
     # -- reading the history -----------------------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ import gc
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +33,7 @@ from kgqa.kg.embedded.arrays import (
     _StringTable,
 )
 from kgqa.kg.embedded.reader import EmbeddedKG
+from kgqa.kg.embedded.staging import clean_stale_builds, staging_dir
 from kgqa.kg.schema import Schema, get_schema
 from kgqa.normalize import normalize_labels
 
@@ -371,7 +371,8 @@ class EmbeddedKGBuilder:
         if out.exists() and any(out.iterdir()) and (not overwrite or not (out / META_FILE).exists()):
             raise DataError(f"{out} exists and is not an embedded KG to overwrite; choose an empty --out directory")
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".kgqa-build-", dir=out.parent))
+        clean_stale_builds(out.parent)  # staging directories of killed builds (kgqa.kg.embedded.staging)
+        tmp = staging_dir(out.parent)
         try:
             meta = self._write(tmp)
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2))

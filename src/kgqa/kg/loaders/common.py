@@ -120,21 +120,38 @@ def _check_file(path: Path) -> Path:
     return path
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    """Open a file for binary streaming, decompressing ``.gz`` transparently."""
-    _check_file(path)
+#: The UTF-8 byte order mark some editors (Notepad, Excel's "CSV UTF-8") write at the start of a file: not data.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _open_raw(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
         return gzip.open(path, "rb")
     return path.open("rb")
 
 
+def _open_binary(path: Path) -> IO[bytes]:
+    """Open a file for binary streaming, decompressing ``.gz`` transparently, past a leading UTF-8 byte order mark
+    (N-Triples and Turtle parsers refuse it as the first character of the first statement)."""
+    _check_file(path)
+    fh = _open_raw(path)
+    try:
+        if fh.read(len(UTF8_BOM)) != UTF8_BOM:
+            fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
 def _open_text(path: Path) -> IO[str]:
     """Open a file for line streaming. Undecodable bytes become lone surrogates (``surrogateescape``) so a bad byte
-    costs one bad line, found by :func:`_line_problem`, instead of aborting the read."""
+    costs one bad line, found by :func:`_line_problem`, instead of aborting the read. A leading UTF-8 byte order mark
+    is skipped (``utf-8-sig``), so it never becomes part of the first id."""
     _check_file(path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="\n")
-    return path.open("r", encoding="utf-8", errors="surrogateescape", newline="\n")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="surrogateescape", newline="\n")
+    return path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="\n")
 
 
 def max_field_chars(value: int | str | None = None) -> int:

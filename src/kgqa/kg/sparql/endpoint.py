@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from dataclasses import dataclass
 
 import httpx
 
+from kgqa import deadline
 from kgqa.errors import KGError, QueryTimeout
 from kgqa.kg.sparql.guard import ensure_read_only
 
@@ -94,15 +94,21 @@ class SparqlEndpoint:
             if attempt:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
                 if retry_after is not None:  # the server said how long to wait (HTTP 429): honour it, within reason
-                    time.sleep(min(retry_after, MAX_RETRY_AFTER))
+                    wait = min(retry_after, MAX_RETRY_AFTER)
                     retry_after = None
                 else:
-                    time.sleep(delay * (0.5 + random.random()))  # jitter: spread retries of parallel workers
+                    wait = delay * (0.5 + random.random())  # jitter: spread retries of parallel workers
+                # the question's deadline (kgqa.deadline): no back-off or retry past it
+                deadline.sleep(wait, f"before retrying the SPARQL endpoint {self.url} (last: {last})")
+            # each attempt waits at most what the question has left
+            waited = deadline.attempt_timeout(timeout, f"waiting for the SPARQL endpoint {self.url}"
+                                              + (f" (last: {last})" if last else ""))
             try:
                 response = self._client.post(self.url, data=data,
-                                             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+                                             timeout=httpx.Timeout(waited, connect=min(waited, 10.0)))
             except httpx.TimeoutException:
-                timed_out, last = True, f"no answer within {timeout:g}s"
+                timed_out, last = True, f"no answer within {waited:.3g}s"
+                deadline.check(f"waiting for the SPARQL endpoint {self.url}: {last}")
                 continue
             except httpx.TransportError as exc:
                 timed_out, last = False, f"connection failed ({type(exc).__name__}: {exc})"
