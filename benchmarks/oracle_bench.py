@@ -87,6 +87,29 @@ def method_config(method: str, kg: str, args: argparse.Namespace) -> dict[str, A
     return {}
 
 
+def srp_references(dataset: str, kg_spec: str, args: argparse.Namespace) -> str:
+    """SRP's reference base for a dataset's cells (built once into ``--work``). No split here is a training split and
+    webqsp-gog / cwq-gog have only test, so it is drawn from the questions the sample never holds: the seeded subset of
+    the same split the scorers train on (``held_out`` excludes it). The base lists that subset's ids, and ``kgqa
+    eval`` checks that the sample avoids them (a base from the evaluated questions would be refused)."""
+    from kgqa.methods.srp.references import META_FILE
+    from kgqa.methods.srp.trainer import draw_reference_base
+
+    out = args.work / f"srp-references-{dataset}"
+    if (out / META_FILE).is_file():
+        return str(out)
+    split, _, train_limit = DATASETS[dataset]
+    trained = {t.source for t in training_questions([dataset], split, limit=train_limit, seed=TRAIN_SEED,
+                                                    data_dir=args.data_dir).questions}
+    pool = [q for q in load_dataset(dataset, split=split, data_dir=args.data_dir) if q.id in trained]
+    base = draw_reference_base([(dataset, pool)], split=split, kg=kg_spec, embedder="minilm",
+                               subset=f"the {len(pool)} questions with a gold chain of the seeded sample of "
+                                      f"{train_limit} (seed {TRAIN_SEED}) the scorers train on; the oracle bench's "
+                                      "sample is drawn from the rest", say=lambda line: print(f"srp: {line}", flush=True))
+    base.save(out)
+    return str(out)
+
+
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     """One dataset x method x accuracy: its run (or the complete run already in its directory) and its figures."""
     from kgqa.eval.rundir import read_results
@@ -232,9 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{dataset}: {len(sample)} held-out questions, ceiling {datasets[dataset]['ceiling']}%", flush=True)
         payload = [q.model_dump(mode="json") for q in sample]
         for method in methods:
+            config = method_config(method, kg, args)
+            if method == "srp":  # references from questions the sample never holds (srp_references)
+                config = {**config, "references": srp_references(dataset, kgs[kg], args)}
             for accuracy in accuracies:
                 cells.append({"dataset": dataset, "split": split, "method": method, "accuracy": accuracy,
-                              "kg": kgs[kg], "config": method_config(method, kg, args), "seed": args.seed,
+                              "kg": kgs[kg], "config": config, "seed": args.seed,
                               "questions": payload,
                               "out": str(args.work / f"{dataset}-{method}-{accuracy:g}")})
     results: list[dict[str, Any]] = []

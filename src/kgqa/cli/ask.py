@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from kgqa import config
-from kgqa.core import Question, TopicEntity
+from kgqa.core import Question, TopicEntity, check_question_text
 from kgqa.errors import ConfigError
 
 
@@ -41,11 +41,14 @@ def _topics(kg: Any, question: str, given: tuple[str, ...], report: dict[str, An
               help="Embedder, loaded only when the method needs one (e.g. embedding relation pruning).")
 @click.option("--topic", "topics", multiple=True, help="Topic entity id or exact name (repeatable); linked if omitted.")
 @click.option("--seed", default=0, show_default=True)
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Deadline of the question, shared by entity linking, every KG query and every LLM call and their "
+                   "retries (default: KGQA_QUESTION_TIMEOUT / config question_timeout, else 120; 0: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @click.option("--trace", "trace_file", type=click.Path(path_type=Path), default=None, help="Write the full trace here.")
 def ask_command(question: str, kg_spec: str | None, schema: str | None, method: str | None,
                 method_config: tuple[str, ...], llm_spec: str | None, embedder: str, topics: tuple[str, ...], seed: int,
-                as_json: bool, trace_file: Path | None) -> None:
+                timeout: float | None, as_json: bool, trace_file: Path | None) -> None:
     """Answer QUESTION over a KG, offline by default (demo KG, local model)."""
     from kgqa.llm.accounting import Recorder
     from kgqa.methods import get_method, parse_method_config
@@ -53,15 +56,19 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     from kgqa.methods.context import Resources, build_context
     from kgqa.steps.linking import question_text
 
-    if not question.strip():
-        raise ConfigError("the question is empty")
+    check_question_text(question)  # the service's rule too: not empty, at most 2,000 characters, no control characters
     from kgqa.llm.oracle import is_oracle_spec
 
     if is_oracle_spec(config.get("llm", llm_spec)):
         raise ConfigError("--llm oracle answers from a question's gold answers and chains, which only `kgqa eval` knows; "
                           "ask with a real model (e.g. --llm local:smollm2)")
     method_name = str(config.get("method", method))
+    from kgqa.cli.checks import check_method_config
+    from kgqa.deadline import ASK_DEFAULT_TIMEOUT, question_deadline, question_timeout
+
+    check_method_config(method_config)
     runner = get_method(method_name, **parse_method_config(method_config, method=method_name))
+    seconds = question_timeout(timeout, default=ASK_DEFAULT_TIMEOUT)
     resources = Resources(kg=kg_spec, llm=llm_spec, embedder=embedder, schema=schema,
                           progress=lambda message: click.echo(f"kgqa: {message}", err=True))
     needs = method_needs(runner, resources.llm_spec)
@@ -69,10 +76,14 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
         click.echo(f"kgqa: warning: {method_name} uses no KG; --kg, --schema and --topic are ignored", err=True)
     recorder = Recorder()
     ctx = build_context(needs, resources, seed=seed, recorder=recorder)
+    prepare = getattr(runner, "prepare_ask", None)  # a method's defaults for ask, said in one line (SRP's references)
+    if callable(prepare):
+        prepare(ctx, lambda line: click.echo(f"kgqa: {line}", err=True), kg_spec=resources.kg_spec)
     linking: dict[str, Any] = {}  # what entity linking chose and its runners-up, when it ran
-    topic_entities = _topics(ctx.kg, question, topics, linking) if needs.kg else []
-    q = Question(id="ask", text=question_text(question), topic_entities=topic_entities)
-    prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
+    with question_deadline(seconds):  # one deadline from linking to the answer (kgqa.deadline)
+        topic_entities = _topics(ctx.kg, question, topics, linking) if needs.kg else []
+        q = Question(id="ask", text=question_text(question), topic_entities=topic_entities)
+        prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
     explanation = method_explanation(runner, prediction)
     payload: dict[str, Any] = {"question": question, "method": method_name,
                                "topics": [t.model_dump() for t in topic_entities],

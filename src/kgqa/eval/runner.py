@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from kgqa import __version__, config
 from kgqa.core import Question
 from kgqa.datasets import dataset_root, load_dataset
+from kgqa.deadline import DeadlineExceeded, question_deadline
 from kgqa.errors import ConfigError, DataError, KGError, KGQAError, QueryTimeout
 from kgqa.eval.kg_timing import KGClock, TimedKG
 from kgqa.eval.ledger import record_test_run, test_looks
@@ -68,7 +69,7 @@ from kgqa.eval.rundir import (
     run_dir_lock,
     write_json,
 )
-from kgqa.eval.solver import QuestionSolver
+from kgqa.eval.solver import UNREADABLE_ERROR, QuestionSolver
 from kgqa.eval.summary import summarize_run
 from kgqa.llm.accounting import Recorder
 from kgqa.methods.base import Method, Needs, method_config_dump, method_needs
@@ -120,6 +121,7 @@ class EvalRun:
     failed: int  # of those, recorded with an error
     wall_s: float
     files: dict[str, Path] = field(default_factory=dict)
+    unreadable: int = 0  # of the failed, those whose only error is a reply still unreadable after its re-ask
 
 
 def _select(dataset: str, split: str, data_dir: str | os.PathLike[str] | None, limit: int | None, seed: int,
@@ -139,8 +141,9 @@ def _sample(questions: Sequence[Question], limit: int | None, seed: int, shuffle
 
 
 def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ConfigError(f"--limit must be a non-negative integer, got {limit!r}")
+    # --limit 0 would write an empty run that reports Hits@1 0.0 as if it had measured something
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"--limit must be a whole number >= 1 (the questions to answer), got {limit!r}")
 
 
 def _build_method(method: str | Method | None, settings: Mapping[str, Any]) -> tuple[Method, str]:
@@ -200,6 +203,7 @@ def run_eval(
     kg_options: Mapping[str, Any] | None = None,
     record_calls: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    timeout: float | None = None,
 ) -> EvalRun:
     """Evaluate ``method`` on ``dataset``/``split`` into the run directory ``out`` (see the module docstring).
 
@@ -211,12 +215,16 @@ def run_eval(
     (``dataset`` is then only a label). ``limit`` takes the first N questions in file order, or a seeded random N with
     ``shuffle``. ``fsync`` is the durability of results.jsonl (see :class:`ResultsWriter`). ``record_calls`` keeps
     every LLM call's prompt and reply in the question's traces.jsonl line (``llm_calls``; the trace viewer shows
-    them). ``on_row`` is called with each row once written. Raises :class:`~kgqa.errors.ConfigError` for a bad method
+    them). ``on_row`` is called with each row once written. ``timeout`` is each question's deadline in seconds, shared
+    by its KG queries and LLM calls (:mod:`kgqa.deadline`; None: none); a question past it is recorded as failed with
+    ``DeadlineExceeded``, which ``--retry-errors`` runs again. Raises :class:`~kgqa.errors.ConfigError` for a bad method
     setting (before anything is written), :class:`RunDirError` for an unusable RUNDIR and :class:`RunStopped` after
     too many consecutive failures.
     """
     started_wall, started = time.time(), time.perf_counter()
     _check_arguments(limit, workers, resume, retry_errors, fsync)
+    if timeout is not None and not (isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds (None: no deadline), got {timeout!r}")
     settings = dict(method_config or {})
     method_obj, method_name = _build_method(method, settings)
     run_dir = Path(out).expanduser()
@@ -227,6 +235,7 @@ def run_eval(
     needs = method_needs(method_obj, resources.llm_spec)
     resources.llm_options = _llm_options(resources.llm_spec, llm_options, workers) if needs.llm else {}
     selected = _questions(dataset, split, data_dir, questions, limit, seed, shuffle)
+    checks = _method_checks(method_obj, dataset, split, selected)  # e.g. SRP refuses references from this split
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
     recorder = Recorder()
     base = build_context(needs, resources, seed=seed, recorder=recorder)
@@ -235,14 +244,20 @@ def run_eval(
                              needs, resources, seed=seed, shuffle=shuffle, limit=limit, workers=workers,
                              data_dir=None if questions is not None else str(dataset_root(dataset, data_dir)),
                              selected=len(selected), started_wall=started_wall)
+    if "ablation" in checks:
+        run_config["ablation"] = checks.pop("ablation")
+    if checks:
+        run_config["method_checks"] = checks
+    run_config["question_timeout"] = timeout  # each question's deadline in seconds (None: none)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir} exists and is not a directory")
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         with run_dir_lock(run_dir):
             pending, previous, run_config = _open_run(run_dir, run_config, selected, base.kg, resume=resume,
-                                                      retry_errors=retry_errors)
-            solver = QuestionSolver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None)
+                                                      retry_errors=retry_errors, timeout=timeout)
+            solver = QuestionSolver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None,
+                                    timeout=timeout)
             bar = RunProgress(len(selected), [r for r in previous if r["id"] in {q.id for q in selected}],
                             enabled=progress, label=f"{method_name} {dataset}")
             loop = _RunLoop(run_dir, bar, on_row, max_consecutive_failures, kg=run_config.get("kg"), fsync=fsync)
@@ -267,7 +282,8 @@ def _run_facts(loop: _RunLoop, selected: Sequence[Question], pending: Sequence[Q
     """How this invocation went, for summary.json: counts, times, whether it stopped, the artifacts it used."""
     return {
         "wall_s": round(time.perf_counter() - started, 3), "loop_s": round(loop.seconds, 3),
-        "answered": loop.answered, "failed": loop.failed, "skipped": len(selected) - len(pending),
+        "answered": loop.answered, "failed": loop.failed, "unreadable": loop.unreadable,
+        "skipped": len(selected) - len(pending),
         "selected": len(selected), "workers": workers,
         "questions_per_s": round(loop.answered / loop.seconds, 2) if loop.seconds > 0 and loop.answered else None,
         "complete": loop.answered == len(pending), "stopped": loop.stop_reason,
@@ -275,6 +291,14 @@ def _run_facts(loop: _RunLoop, selected: Sequence[Question], pending: Sequence[Q
         # which trained or built artifacts the answers came from (name and content digest)
         "artifacts": [{"name": ref.name, "digest": ref.digest} for ref in artifacts.used()] if artifacts else [],
     }
+
+
+def _method_checks(method: Method, dataset: str, split: str, questions: Sequence[Question]) -> dict[str, Any]:
+    """What the method checks and records about the run before its first question (its optional ``check_run``: SRP
+    refuses references drawn from the run's dataset and split), for config.json; ``ablation`` says how the run departs
+    from the method's paper (summary.json repeats it)."""
+    check = getattr(method, "check_run", None)
+    return dict(check(dataset=dataset, split=split, questions=questions) or {}) if callable(check) else {}
 
 
 def _check_arguments(limit: int | None, workers: int, resume: bool, retry_errors: bool, fsync: str) -> None:
@@ -344,7 +368,8 @@ def _run_config(dataset: str, split: str, method_name: str, settings: Mapping[st
 
 
 def _open_run(run_dir: Path, run_config: dict[str, Any], selected: Sequence[Question], kg: Any, *, resume: bool,
-              retry_errors: bool) -> tuple[list[Question], list[dict[str, Any]], dict[str, Any]]:
+              retry_errors: bool, timeout: float | None = None) -> tuple[list[Question], list[dict[str, Any]],
+                                                                          dict[str, Any]]:
     """Read what the run directory holds (under its lock) and write its config.json: the questions still to answer,
     the rows already written and the run's config (a resumed run keeps its own, with this invocation appended to
     ``resumes``; how many topics the KG has, when it has one)."""
@@ -375,7 +400,7 @@ def _open_run(run_dir: Path, run_config: dict[str, Any], selected: Sequence[Ques
     compact_traces(run_dir / TRACES_FILE, done)
     pending = [q for q in selected if q.id not in done]
     if kg is not None and pending:
-        run_config["topic_coverage"] = _topic_coverage(kg, pending)
+        run_config["topic_coverage"] = _topic_coverage(kg, pending, timeout=timeout)
     write_json(run_dir / CONFIG_FILE, run_config)
     return pending, previous, run_config
 
@@ -389,7 +414,7 @@ class _RunLoop:
                  max_failures: int, *, kg: Any, fsync: str) -> None:
         self.run_dir, self.bar, self.on_row, self.max_failures, self.kg, self.fsync = (run_dir, bar, on_row,
                                                                                        max_failures, kg, fsync)
-        self.answered = self.failed = self.consecutive = self.kg_stalls = 0
+        self.answered = self.failed = self.unreadable = self.consecutive = self.kg_stalls = 0
         self.stop_reason: str | None = None
         self.seconds = 0.0
 
@@ -425,7 +450,12 @@ class _RunLoop:
         if self.max_failures and self.kg_stalls >= min(self.max_failures, KG_TIMEOUT_FAILURES):
             self.stop_reason = (f"stopped after {self.kg_stalls} consecutive questions whose every KG query timed "
                                 f"out: the KG {self.kg} is not answering; raise --kg-timeout or check it")
-        if row.get("error"):
+        if str(row.get("error") or "").startswith(UNREADABLE_ERROR):
+            # the model answered, unreadably: a question to ask again (--retry-errors), not a sign that the model or
+            # the KG is gone, so it neither counts towards the consecutive failures that stop a run nor resets them
+            self.failed += 1
+            self.unreadable += 1
+        elif row.get("error"):
             self.failed += 1
             self.consecutive += 1
             if self.max_failures and self.consecutive >= self.max_failures and self.stop_reason is None:
@@ -460,7 +490,7 @@ def _finished(run_dir: Path, summary: dict[str, Any], selected: Sequence[Questio
         raise RunStopped(f"{loop.stop_reason}. The {loop.answered} questions answered are saved in {run_dir}; fix the "
                          "cause, then continue with --resume --retry-errors.")
     return EvalRun(run_dir, summary, len(selected), len(selected) - len(pending), loop.answered, loop.failed,
-                   time.perf_counter() - started, files)
+                   time.perf_counter() - started, files, loop.unreadable)
 
 
 def _run_pool(pending: Sequence[Question], solver: QuestionSolver,
@@ -489,17 +519,20 @@ def _run_pool(pending: Sequence[Question], solver: QuestionSolver,
     pool.shutdown(wait=True)
 
 
-def _topic_coverage(kg: Any, questions: Sequence[Question], sample: int = 50) -> dict[str, Any]:
-    """How many of the first ``sample`` questions have a topic entity in the KG (a wrong --kg shows up as 0)."""
+def _topic_coverage(kg: Any, questions: Sequence[Question], sample: int = 50, *,
+                    timeout: float | None = None) -> dict[str, Any]:
+    """How many of the first ``sample`` questions have a topic entity in the KG (a wrong --kg shows up as 0); each
+    question's lookups get the question deadline ``timeout``, as its answering would."""
     checked = covered = 0
     for q in questions[:sample]:
         if not q.topic_entities:
             continue
         checked += 1
         try:
-            if any(kg.has_entity(t.id) for t in q.topic_entities):
-                covered += 1
-        except QueryTimeout as exc:
+            with question_deadline(timeout):
+                if any(kg.has_entity(t.id) for t in q.topic_entities):
+                    covered += 1
+        except (QueryTimeout, DeadlineExceeded) as exc:
             # One lookup of one id ran out of time after every retry: the endpoint is not answering, and each question
             # would wait as long. Stop before the first question rather than warn about coverage.
             raise KGError(f"the KG is not answering ({exc}); no question was run. Check the endpoint, or give it "

@@ -24,7 +24,8 @@ from kgqa.eval.rundir import RESULTS_FILE, SUMMARY_FILE, RunDirError, read_confi
 __all__ = ["summarize_run"]
 
 #: Keys of config.json repeated in summary.json, so a summary says what it measured.
-CONFIG_KEYS = ("dataset", "split", "method", "method_config", "method_config_resolved", "llm", "kg", "seed")
+CONFIG_KEYS = ("dataset", "split", "method", "method_config", "method_config_resolved", "llm", "kg", "seed", "ablation",
+               "method_checks")
 
 
 def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,

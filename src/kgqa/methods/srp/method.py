@@ -1,8 +1,11 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """SRP (Self-Reflective Planning with Knowledge Graphs, arXiv 2505.19410): references, relation check, path
 instantiation, a sequence judge and a path editor in a loop, then chain-of-thought answering over the kept triples.
 
 1. **References**: the ``k_references`` (4) solved questions of the reference base (``kgqa train srp``,
-   ``references=DIR``) nearest to the question by MiniLM cosine, never the question itself.
+   ``references=DIR``; ``references=demo``: the demo KG's default base) nearest to the question by MiniLM cosine, never
+   the question itself. ``kgqa eval`` refuses a base drawn from the run's dataset and split
+   (:mod:`kgqa.methods.srp.sources`) unless ``allow_same_split=true``, which labels the run an ablation.
 2. **Relation check**: the topic entities' 1-hop relations scored for the question with the references as guidance;
    the top ``relation_top_k`` (3) seed the plan.
 3. **Path generation**: one few-shot call writes one or more relation paths from the topic.
@@ -10,52 +13,58 @@ instantiation, a sequence judge and a path editor in a loop, then chain-of-thoug
    most similar relations the reached entities have, by hybrid BM25 + dense similarity (``kgqa.text.scoring``); the walk
    stops at the first relation that matches nothing, which becomes the editor's error ("relation X not
    instantiated").
-5. **Sequence judge**: reads the instantiated triple sequences and replies have-answer or no-answer, the sequences it
-   keeps, and a message.
+5. **Sequence judge**: reads the instantiated triple sequences and the references, reasons, then replies have-answer or
+   no-answer, the sequences it keeps, and a message.
 6. **Path editor**: with the judge's message (or the instantiation error), the 1-hop relations at the tail of the kept
    sequences (or where the walk stopped) and the references, rewrites the paths; at most ``max_edits`` edits.
-7. **Answering**: chain of thought over the kept triples; grounding ``structured`` when the answers are nodes of
-   those triples (the issue's rule: the answer comes from KG execution of the judged path), ``parametric`` otherwise.
+7. **Answering**: chain of thought over the kept triples, the model's own knowledge allowed where they fall short (the
+   paper's answering prompt). Grounding ``structured`` only when the judge said have-answer and the answers are nodes
+   of the kept sequences; ``synthesis`` when they are nodes of sequences the judge never confirmed (edits exhausted,
+   or the w/o reflection ablation); ``parametric`` otherwise.
 
 Every judge verdict is recorded as an audit (``srp.judge``: the claim and the nodes of the kept sequences) and every
 instantiation as ``srp.retrieved``, so the harness, not the method, measures the judge's precision and recall against
 gold, the share of loops stopped on a sequence without the answer, and searching success (docs/srp.md). Ablations:
 ``use_references=false``, ``relation_check=false``, ``reflection=false`` (paper Table 3).
 
-Where kgqa differs from the paper, and why:
+Fidelity (paper vs kgqa):
 
-* ``max_edits`` defaults to 3: the paper states no bound; each edit costs a judge and an editor call, so 3 edits keep a
-  question under 11 calls (about PoG's 9 on WebQSP) and a judge that never says have-answer cannot loop.
-* The relation check asks the model for the ``relation_top_k`` best relation names, best first (kgqa's shared relation
-  scorer), rather than a score per relation summing to 1; ``relation_scorer=auto`` is the embedding scorer for an
-  offline local model, as for every kgqa method.
-* Instantiation: a generated relation that names an available relation exactly is instantiated by that relation
-  alone (the most similar relation is itself; adding four near misses would only add noise); otherwise the top 5 by
-  hybrid similarity at or above ``min_match`` are followed. Dense similarity is MiniLM (the paper: Contriever, which no
-  offline package ships). Walks are bounded (``max_paths`` paths per hop); the judge sees ``max_sequences`` of them.
-* The judge's and editor's replies are JSON (``{"verdict", "keep", "message"}``, ``{"paths"}``) validated against a
-  model, budgeted per step; an unreadable judge reply counts as no-answer with the failure as its message.
-* When the edits run out without a have-answer verdict, the answer is written from the last sequences shown (the paper
-  does not say what happens); the judge's last verdict is in the trace and the audit.
-* Several topic entities: every path is walked from each of them (the paper plans from one).
-* Temperature 0.3 on every call, seeded with the run's seed, as the paper (which does not seed).
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| reference base | 100 solved questions (question, path, answers) per dataset from its training set, by clusters | `kgqa train srp`: 100, 10 k-means clusters with an equal share, gold chains checked on the KG; eval refuses the run's own split | yes: no split kgqa reads is a training split: the recipe draws from dev and evaluates on test; the oracle bench draws from a subset of the evaluated split disjoint from its sample |
+| reference retrieval | the 4 nearest by MiniLM similarity | same (cosine), never the question itself (by id or text) | no |
+| references shown | in the relation check, path generation, judge and editor prompts | same | no |
+| relation check | the LLM scores the topic's 1-hop relations (scores summing to 1, each explained); the best seed the plan | the LLM names the 3 best, best first (kgqa's shared relation scorer); above 30 relations the list is cut by the embedder; `relation_scorer=auto`: the embedding scorer for a local model | yes: one relation scorer for every method; prompt budget |
+| path generation | one few-shot call | same, `{"paths": [[relation, ...]]}` | no |
+| instantiation | each relation matched to its top-5 KG relations by BM25 + Contriever | a relation naming an available one exactly is that one alone; else the top 5 by BM25 + MiniLM at or above `min_match` 0.5; `max_paths` 200 paths per hop | yes: Contriever is not offline; near misses beside an exact name only add noise |
+| sequence judge | thinking process, then have-answer or no-answer and the retained sequences | `{"reasoning", "verdict", "keep", "message"}`, reasoning first; at most `max_sequences` 20 sequences shown | yes: JSON instead of tags; prompt budget |
+| path editor | the error or the judge's feedback, the instantiated paths, the references | the message, the relations at the tail of the kept sequences (or where the walk stopped, 30 at most), the references | yes: the relations to choose from instead of the instantiated paths' text (prompt budget) |
+| reflection bound | none stated | `max_edits` 3 (at most 10 calls a question) | yes: a judge that never says have-answer must stop |
+| edits exhausted | not said | answered from the last sequences shown; grounding never `structured` | yes: the paper is silent |
+| answering | chain of thought over the retained triples, the model's own knowledge allowed | same; `structured` only after a have-answer verdict | no |
+| several topic entities | plans from the topic entity | every path walked from each topic | yes: questions with several topics |
+| temperature | 0.3 on every module | 0.3, seeded with the run's seed | no |
+| demonstrations | 3-5 per prompt | 3-5 worked examples per prompt, written for kgqa | no |
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from kgqa.core import Audit, Grounding, MethodContext, Prediction, Question
 from kgqa.errors import ConfigError, KGError
-from kgqa.kg.base import Direction, Hop, KnowledgeGraph
+from kgqa.kg.base import Direction, Hop, KnowledgeGraph, parse_chain
 from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
 from kgqa.methods.llm_only import ReasonedAnswer, answer_alone, answer_from_evidence, generate_answers
 from kgqa.methods.registry import register_method
+from kgqa.methods.srp.sources import DEMO, announce, check_split, load_demo_base
 from kgqa.methods.srp.trainer import TRAINERS
 from kgqa.steps.entities import topics_in_kg
 from kgqa.steps.losses import note_answer_cap, note_entities, note_relations, note_stop
@@ -100,6 +109,9 @@ class Plan(Reply):
 
 
 class Judgement(Reply):
+    """The judge's reasoning first, then its verdict (the paper's judge writes its thinking before the verdict)."""
+
+    reasoning: str = Field(default="", description="what the sequences show, written before the verdict")
     verdict: Literal["have_answer", "no_answer"]
     keep: list[int] = Field(default_factory=list, description="numbers of the sequences to keep")
     message: str = ""
@@ -123,7 +135,9 @@ def _oracle_judgement(ask: OracleAsk) -> dict[str, Any]:
     right = [n for n, text in listed if ask.answers_in(text)]
     keep = ask.choose([n for n, _ in listed], right)
     have = ask.judge(bool(right))
-    return {"verdict": "have_answer" if have else "no_answer", "keep": keep if have else [],
+    reasoning = (f"Sequences {', '.join(map(str, keep))} reach the answer." if have and keep else
+                 "No sequence reaches the answer.")
+    return {"reasoning": reasoning, "verdict": "have_answer" if have else "no_answer", "keep": keep if have else [],
             "message": "the kept sequences reach the answer" if have else "no sequence reaches the answer"}
 
 
@@ -161,8 +175,11 @@ class SRPDetails(MethodDetails):
 class SRPConfig(MethodConfig):
     """SRP's settings, defaulting to the paper's (4 references, top 3 relations, top 5 matches, temperature 0.3)."""
 
-    references: str | None = Field(default=None, description="directory of a reference base (kgqa train srp); "
-                                                              "None: no references")
+    references: str | None = Field(default=None, description="directory of a reference base (kgqa train srp), or "
+                                                              "demo: the demo KG's default base; None: no references "
+                                                              "(kgqa ask on the demo KG uses demo)")
+    allow_same_split: bool = Field(default=False, description="let kgqa eval run on the split the references come "
+                                                              "from (recorded as an ablation in summary.json)")
     use_references: bool = Field(default=True, description="False: the w/o references ablation")
     relation_check: bool = Field(default=True, description="False: the w/o relation check ablation")
     reflection: bool = Field(default=True, description="False: the w/o reflection ablation (instantiate once, answer)")
@@ -180,7 +197,7 @@ class SRPConfig(MethodConfig):
     neighbour_limit: int = Field(default=200, ge=1, description="neighbours read per (entity, relation)")
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
     plan_tokens: int = Field(default=96, ge=16)
-    judge_tokens: int = Field(default=96, ge=16)
+    judge_tokens: int = Field(default=192, ge=16)
     edit_tokens: int = Field(default=96, ge=16)
     answer_tokens: int = Field(default=256, ge=16)
     max_answers: int = Field(default=20, ge=1)
@@ -212,10 +229,50 @@ class SRP(KGQAMethod):
         super().__init__(config, **settings)
         self._base: Any = None
         self._retrieval_embedder: Any = None
-        if self.config.references is not None and self.config.use_references:
+        self._lock = threading.Lock()
+        if self.config.references not in (None, DEMO) and self.config.use_references:
             from kgqa.methods.srp.references import ReferenceBase
 
             self._base = ReferenceBase.load(self.config.references)  # a bad directory fails here, naming it
+
+    # -- where the references come from (kgqa eval and kgqa ask call these before the first question) -----------------
+
+    def check_run(self, *, dataset: str, split: str, questions: Sequence[Question]) -> dict[str, Any]:
+        """What ``kgqa eval`` records about the references (config.json; ``ablation`` into summary.json too); refuses
+        a base drawn from the run's dataset and split unless ``allow_same_split`` (:func:`sources.check_split`)."""
+        cfg = self.config
+        off = [name for name, on in (("w/o references", cfg.use_references and cfg.references is not None),
+                                      ("w/o relation check", cfg.relation_check), ("w/o reflection", cfg.reflection))
+               if not on]
+        record: dict[str, Any] = {"references": None}
+        if cfg.use_references and cfg.references is not None:
+            record = check_split(cfg.references, self._base, dataset=dataset, split=split, questions=questions,
+                                 allow_same_split=cfg.allow_same_split)
+        if off:
+            paper = f"srp: the paper's {', '.join(off)} ablation (Table 3)"
+            record["ablation"] = "; ".join(filter(None, [record.get("ablation"), paper]))
+        return record
+
+    def prepare_ask(self, ctx: MethodContext, say: Callable[[str], None], *, kg_spec: str) -> None:
+        """``kgqa ask``: on the demo KG with no references, the default demo base (built on first use); one line says
+        where the references come from, or that there are none and how to build them."""
+        from kgqa.kg.demo import is_demo_kg
+
+        if self.config.use_references and self.config.references is None and is_demo_kg(ctx.kg):
+            self.config = self.config.model_copy(update={"references": DEMO})
+        if self.config.use_references and self.config.references == DEMO:
+            self._demo_base(ctx, say)
+        announce(self.config.references, self._base, use_references=self.config.use_references, kg_spec=kg_spec,
+                 say=say)
+
+    def _demo_base(self, ctx: MethodContext, say: Callable[[str], None] | None = None) -> Any:
+        with self._lock:
+            if self._base is None:
+                from kgqa.artifacts import ArtifactStore
+
+                store = ctx.artifacts if ctx.artifacts is not None else ArtifactStore(progress=say)
+                self._base = load_demo_base(store, ctx.embedder)
+            return self._base
 
     def needs(self, llm: str | None = None) -> Needs:
         # The embedder: instantiation's dense similarity always; references and an embedding relation check too.
@@ -254,7 +311,7 @@ class SRP(KGQAMethod):
             if not cfg.reflection:
                 kept = shown
                 break
-            verdict, kept, message = self._judge(question, ctx, shown, inst, step)
+            verdict, kept, message = self._judge(question, ctx, shown, inst, references, step)
             # The claim is checked on what it is about: the kept sequences for have-answer, the sequences shown for
             # no-answer (a no-answer on sequences that held the answer is a miss of the judge).
             judged = kept if verdict == "have_answer" else shown
@@ -271,21 +328,24 @@ class SRP(KGQAMethod):
                 break
             paths = self._edit(question, ctx, topic_names, paths, message, kept or shown, inst, references, step)
             edits += 1
-        prediction = self._answer(question, ctx, kept, topics)
+        prediction = self._answer(question, ctx, kept, topics, confirmed=verdict == "have_answer")
         return prediction.model_copy(update={"audits": audits, "stats": {"edits": float(edits)}})
 
     # -- the steps -------------------------------------------------------------------------------------------------
 
     def _references(self, question: Question, ctx: MethodContext) -> str:
-        if self._base is None:
+        if not self.config.use_references or self.config.references is None:
             ctx.trace.add("srp.references", used=False,
                           reason="ablation" if not self.config.use_references else "no reference base configured")
             return "(none)"
-        found = self._base.nearest(question.text, self._embedder_for_references(ctx), k=self.config.k_references,
-                                   exclude_ids=(question.id,), exclude_text=question.text)
-        ctx.trace.add("srp.references", used=True, ids=[r.id for r in found])
+        base = self._demo_base(ctx) if self.config.references == DEMO else self._base
+        # Never the question itself, by id or by its text (a base drawn from the run's split holds it).
+        found = base.nearest(question.text, self._embedder_for_references(ctx), k=self.config.k_references,
+                             exclude_ids=(question.id,), exclude_text=question.text)
+        ctx.trace.add("srp.references", used=True, base=self.config.references, ids=[r.id for r in found])
         self.account(ctx).references = [r.id for r in found]
-        return "\n".join(f"Question: {r.question}\nPath: {r.path}\nAnswers: {', '.join(r.answers)}" for r in found)
+        return "\n".join(f"Question: {r.question}\nPath: {_describe_chain(r.path)}\nAnswers: {', '.join(r.answers)}"
+                         for r in found) or "(none)"
 
     def _embedder_for_references(self, ctx: MethodContext) -> Any:
         """The run's embedder when the base was embedded with it, else the base's own (loaded once): retrieval must
@@ -378,21 +438,21 @@ class SRP(KGQAMethod):
         return out
 
     def _judge(self, question: Question, ctx: MethodContext, shown: list[WalkPath], inst: _Instantiation,
-               step: int) -> tuple[str, list[WalkPath], str]:
-        verdict, keep, message = self._verdict(question, ctx, shown, inst, step)
+               references: str, step: int) -> tuple[str, list[WalkPath], str]:
+        verdict, keep, message = self._verdict(question, ctx, shown, inst, references, step)
         account = self.account(ctx).round(step)
         account.verdict, account.kept, account.message = verdict, len(keep), message
         return verdict, keep, message
 
     def _verdict(self, question: Question, ctx: MethodContext, shown: list[WalkPath], inst: _Instantiation,
-                 step: int) -> tuple[str, list[WalkPath], str]:
+                 references: str, step: int) -> tuple[str, list[WalkPath], str]:
         if not shown:
             message = inst.error or "no sequence was instantiated"
             ctx.trace.add("srp.judge", round=step, verdict="no_answer", message=message, kept=0, called=False)
             return "no_answer", [], message
         reply = ask_reply(ctx.llm, JUDGE, max_tokens=self.config.judge_tokens,
                           temperature=self.config.temperature, seed=ctx.seed, question=question.text,
-                          sequences=_sequences(ctx.kg, shown),
+                          sequences=_sequences(ctx.kg, shown), references=references,
                           error=inst.error or "none")
         if not reply.ok or reply.value is None:
             message = inst.error or "the judge's reply could not be read"
@@ -403,7 +463,7 @@ class SRP(KGQAMethod):
             keep = list(shown)  # "the answer is here" with nothing pruned: every sequence shown is kept
         message = reply.value.message or inst.error or ""
         ctx.trace.add("srp.judge", round=step, verdict=reply.value.verdict, kept=len(keep), shown=len(shown),
-                      message=message)
+                      message=message, reasoning=reply.value.reasoning)
         return reply.value.verdict, keep, message
 
     def _edit(self, question: Question, ctx: MethodContext, topic_names: list[str], paths: list[list[str]],
@@ -424,7 +484,10 @@ class SRP(KGQAMethod):
             return paths
         return edited
 
-    def _answer(self, question: Question, ctx: MethodContext, kept: list[WalkPath], topics: list[str]) -> Prediction:
+    def _answer(self, question: Question, ctx: MethodContext, kept: list[WalkPath], topics: list[str], *,
+                confirmed: bool) -> Prediction:
+        """Answer from ``kept``; ``confirmed``: the judge said have-answer on them (else they are the last sequences
+        shown after no-answer verdicts, or the w/o reflection ablation's, and the answer is never ``structured``)."""
         from kgqa.llm.structured import StructuredOutputError
 
         if not kept:
@@ -438,9 +501,10 @@ class SRP(KGQAMethod):
         items = link_answers(ctx.kg, answers, nodes)[: self.config.max_answers]
         linked = linked_nodes(items, nodes, ctx.kg)
         ends = linked - set(topics) or linked
-        grounding = Grounding.STRUCTURED if ends else Grounding.PARAMETRIC
+        grounding = (Grounding.PARAMETRIC if not ends else
+                     Grounding.STRUCTURED if confirmed else Grounding.SYNTHESIS)
         ctx.trace.add("answer", stage="answer", grounding=str(grounding), reasoning=reasoning, answers=len(items),
-                      linked=len(ends))
+                      linked=len(ends), confirmed=confirmed)
         return Prediction(answers=items, grounding=grounding, evidence=path_evidence(kept, ends))
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
@@ -470,6 +534,11 @@ class SRP(KGQAMethod):
 def _clean_paths(paths: list[list[str]]) -> list[list[str]]:
     cleaned = [[str(r).strip() for r in path if str(r).strip()] for path in paths]
     return [p for p in cleaned if p][:5]
+
+
+def _describe_chain(path: str) -> str:
+    """A reference's path (``r1,^r2``) as the prompts write relation paths: ``r1 -> r2 (incoming)``."""
+    return " -> ".join(describe_hop(h) for h in parse_chain(path))
 
 
 def _describe_paths(paths: list[list[str]]) -> str:

@@ -12,8 +12,12 @@ train srp`` (docs/srp.md):
   as MetaQA those are near-copies of one template), kept in candidate order.
 
 The same candidates, embedder and seed give the same base. :meth:`ReferenceBase.nearest` ranks the references by cosine
-to a question, ties broken by file order, and never returns the question itself (by id or by its text): SRP is
-evaluated on the split its references come from.
+to a question, ties broken by file order, and never returns the question itself (by id or by its text).
+
+Provenance: ``reference-base.json`` records the datasets and the split the base was drawn from (``datasets``,
+``split``); a base drawn from a subset of a split also lists the ids of the questions it read in ``source-ids.txt``
+(``source_ids`` in the description), so ``kgqa eval`` can tell a run whose questions are disjoint from that subset
+from one that would see the gold of its own split (:mod:`kgqa.methods.srp.sources`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ REFERENCES_FILE = "references.jsonl"
 EMBEDDINGS_FILE = "embeddings.npy"
 META_FILE = "reference-base.json"
 CARD_FILE = "README.md"
+#: The ids of the questions a base drawn from a subset of a split read, one a line (absent for a whole split).
+SOURCE_IDS_FILE = "source-ids.txt"
 #: Answer names kept per reference (the prompt shows a few, not MetaQA's dozens).
 MAX_ANSWERS = 5
 #: k-means restarts (scikit-learn keeps the best of these by inertia).
@@ -121,6 +127,10 @@ class ReferenceBase:
     references: list[Reference]
     embeddings: np.ndarray
     info: dict[str, Any] = field(default_factory=dict)
+    #: the ids of the questions the base was drawn from, when that was a subset of its split (None: the whole split)
+    source_ids: list[str] | None = None
+    #: the directory the base was loaded from (None: built in memory)
+    directory: Path | None = None
 
     def __post_init__(self) -> None:
         self.embeddings = np.ascontiguousarray(self.embeddings, dtype=np.float32)
@@ -202,6 +212,10 @@ class ReferenceBase:
                 fh.write(json.dumps(ref.to_dict(), ensure_ascii=False) + "\n")
         np.save(out / EMBEDDINGS_FILE, self.embeddings.astype(np.float32), allow_pickle=False)
         info = {**self.info, "size": len(self.references)}
+        if self.source_ids is not None:
+            (out / SOURCE_IDS_FILE).write_text("".join(f"{i}\n" for i in self.source_ids), encoding="utf-8")
+            info["source_ids"] = {**dict(info.get("source_ids") or {}), "file": SOURCE_IDS_FILE,
+                                  "count": len(self.source_ids)}
         (out / META_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (out / CARD_FILE).write_text(self._card(), encoding="utf-8")
         return out
@@ -231,7 +245,14 @@ class ReferenceBase:
         if len(bad):
             raise ConfigError(f"{name}: {EMBEDDINGS_FILE} row {int(bad[0]) + 1} is not unit length (norm "
                               f"{float(norms[bad[0]]):.4f}); the rows must be L2-normalised")
-        return cls(references, vectors, info)
+        source_ids = None
+        if info.get("source_ids") is not None:
+            ids_path = root / SOURCE_IDS_FILE
+            if not ids_path.is_file():
+                raise ConfigError(f"{ids_path}: missing ({META_FILE} says the base was drawn from a subset of its split "
+                                  "and lists its questions there)")
+            source_ids = [line.strip() for line in ids_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return cls(references, vectors, info, source_ids, root)
 
     # -- retrieval -------------------------------------------------------------------------------------------------
 
@@ -248,6 +269,17 @@ class ReferenceBase:
             raise ConfigError(f"the reference base was embedded with {name} ({dim} dimensions) but the embedder given "
                               f"is {embedder.name} ({embedder.dim} dimensions); use --embedder {self.embedder_spec} "
                               "or rebuild the base with kgqa train srp")
+
+    @property
+    def datasets(self) -> list[str]:
+        """The datasets the base was drawn from (empty when it does not say)."""
+        return [str(d) for d in self.info.get("datasets") or []]
+
+    @property
+    def split(self) -> str | None:
+        """The split the base was drawn from (None when it does not say)."""
+        split = self.info.get("split")
+        return None if split is None else str(split)
 
     def nearest(self, question_text: str, embedder: Embedder, k: int = 4, *, exclude_ids: Iterable[str] = (),
                 exclude_text: str | None = None) -> list[Reference]:
@@ -282,6 +314,9 @@ class ReferenceBase:
         dropped = "; ".join(f"{reason}: {n}" for reason, n in counts.items()) or "none"
         shares = ", ".join(f"{c}: {s}/{n}" for c, (s, n) in enumerate(zip(info.get("cluster_shares", []),
                                                                              info.get("cluster_sizes", []), strict=False)))
+        source = info.get("source_ids") or {}
+        subset = (f", a subset of {len(self.source_ids)} questions listed in {SOURCE_IDS_FILE}: {source.get('how', '')}"
+                  if self.source_ids is not None else "")
         return f"""# SRP reference base
 
 Solved questions (question, topic entities, gold relation path, answers) that SRP's planner reads as worked examples:
@@ -289,7 +324,7 @@ each test question retrieves its nearest references by cosine of their {emb.get(
 
 - Command: `{info.get('command', '(built from Python)')}`
 - kgqa commit: {info.get('kgqa_commit')}
-- Data: {', '.join(info.get('datasets', [])) or '?'} ({info.get('split', '?')} split); KG `{info.get('kg', '?')}`
+- Data: {', '.join(info.get('datasets', [])) or '?'} ({info.get('split', '?')} split{subset}); KG `{info.get('kg', '?')}`
 - Candidates: {info.get('candidates')} questions whose gold chain, run on the KG from their topic entities, reaches
   at least one gold answer; dropped: {dropped}
 - Drawn: {len(self.references)} references (asked for {info.get('requested_size')}); embedder `{emb.get('spec')}`

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kgqa.core import Question
 from kgqa.errors import ConfigError
 from kgqa.methods.srp.references import META_FILE
 from kgqa.methods.trainer import Trainer, TrainerSettings, TrainingReport, TrainingSession, kg_spec, setting
 from kgqa.provenance import source_commit
+
+if TYPE_CHECKING:
+    from kgqa.methods.srp.references import ReferenceBase
+
+
+def _quiet(message: str) -> None:
+    """Says nothing (the default progress of :func:`draw_reference_base`)."""
 
 
 class ReferenceBaseSettings(TrainerSettings):
@@ -19,7 +28,8 @@ class ReferenceBaseSettings(TrainerSettings):
 
     dataset: list[str] = setting(metavar="NAME", help="Dataset to draw references from (repeatable: the base draws "
                                                       "from the union).")
-    split: str = setting("dev", help="Split to draw from (the demo dataset has only test).")
+    split: str = setting("dev", help="Split to draw from (the demo dataset has only test); evaluate on another one: "
+                                     "kgqa eval refuses a run on the split its references come from.")
     kg: str | None = setting(None, help="The KG the gold chains are checked on (an embedded directory, a SPARQL URL, "
                                         "demo); default: the configured kg.")
     out: Path = setting(help="Directory to write the base to.", directory=True)
@@ -53,59 +63,83 @@ class ReferenceBaseTrainer(Trainer):
             raise ConfigError(f"--out {out}: the directory exists and is not empty (choose a new one)")
 
     def train(self, settings: ReferenceBaseSettings, session: TrainingSession) -> TrainingReport:
-        from kgqa.methods.srp.references import ReferenceBase
-        from kgqa.text import load_embedder
+        from kgqa.datasets import load_dataset
 
         out = Path(settings.out).expanduser()
         spec = kg_spec(settings.kg)
         names = list(dict.fromkeys(settings.dataset))
+        data_dir = None if settings.data_dir is None else str(settings.data_dir)
+        loaded = [(name, load_dataset(name, split=settings.split, data_dir=data_dir)) for name in names]
         started = time.perf_counter()
-        candidates, dropped, per_dataset, asked = _checked_candidates(names, settings, spec, session)
-        checked = time.perf_counter() - started
-        embedder = load_embedder(settings.embedder)
-        session.say(f"embedding {len(candidates)} questions with {settings.embedder} and clustering them")
-        provenance = {"datasets": names, "split": settings.split, "kg": spec, "questions": asked,
-                      "counts_by_reason": dropped, "per_dataset": per_dataset,
-                      "command": _rebuild_command(names, settings, spec, out), "kgqa_commit": source_commit()}
-        base = ReferenceBase.build(candidates, embedder, size=settings.size, clusters=settings.clusters,
-                                   seed=settings.seed, embedder_spec=settings.embedder, provenance=provenance)
+        base = draw_reference_base(loaded, split=settings.split, kg=spec, embedder=settings.embedder,
+                                   size=settings.size, clusters=settings.clusters, seed=settings.seed,
+                                   command=_rebuild_command(names, settings, spec, out), say=session.say)
         seconds = round(time.perf_counter() - started, 1)
-        base.info["seconds"] = {"check": round(checked, 1), "total": seconds}
+        base.info["seconds"]["total"] = seconds
         base.save(out)
         info = base.info
+        dropped = info["counts_by_reason"]
         lines = [f"questions: {info['questions']} in {', '.join(names)} ({settings.split})",
-                 f"kept: {len(candidates)} candidates (the gold chain reaches a gold answer on the KG)"]
+                 f"kept: {info['candidates']} candidates (the gold chain reaches a gold answer on the KG)"]
         lines += [f"dropped: {count} ({reason})"
                   for reason, count in sorted(dropped.items(), key=lambda item: (-item[1], item[0]))] or ["dropped: none"]
         lines += [f"clusters: {info['clusters']} (asked for {settings.clusters}); candidates per cluster: "
                   f"{' '.join(map(str, info['cluster_sizes']))}",
                   f"references per cluster: {' '.join(map(str, info['cluster_shares']))} "
                   f"(total {len(base)}, asked for {settings.size})",
-                  f"wrote {out} ({seconds:.0f} s); use it with --method srp --method-config references={out}"]
+                  f"wrote {out} ({seconds:.0f} s); use it with --method srp --method-config references={out} on "
+                  f"another split than {settings.split} (kgqa eval refuses the split the base was drawn from)"]
         return TrainingReport(out, tuple(lines))
 
 
-def _checked_candidates(names: list[str], settings: ReferenceBaseSettings, spec: str, session: TrainingSession
-                        ) -> tuple[list[Any], dict[str, int], dict[str, dict[str, Any]], int]:
+def draw_reference_base(loaded: Sequence[tuple[str, Sequence[Question]]], *, split: str, kg: str, embedder: str,
+                        size: int = 100, clusters: int = 10, seed: int = 0, subset: str | None = None,
+                        command: str | None = None, say: Callable[[str], None] = _quiet) -> ReferenceBase:
+    """The reference base drawn from ``loaded`` ((dataset, its questions of ``split``) pairs): every question whose gold
+    chain reaches a gold answer on KG ``kg`` is a candidate, embedded with ``embedder`` and clustered (docs/srp.md).
+    ``subset`` says how the questions were chosen when they are not the whole split (e.g. "the 5000 questions a seeded
+    sample draws"); the base then lists their ids (``source-ids.txt``), so a run on the rest of the split is allowed.
+    """
+    from kgqa.methods.srp.references import ReferenceBase
+    from kgqa.text import load_embedder
+
+    names = [name for name, _ in loaded]
+    started = time.perf_counter()
+    candidates, dropped, per_dataset, asked = _checked_candidates(loaded, split, kg, say)
+    checked = time.perf_counter() - started
+    model = load_embedder(embedder)
+    say(f"embedding {len(candidates)} questions with {embedder} and clustering them")
+    provenance: dict[str, Any] = {
+        "datasets": names, "split": split, "kg": kg, "questions": asked, "counts_by_reason": dropped,
+        "per_dataset": per_dataset, "command": command or "(drawn from Python: kgqa.methods.srp.trainer."
+                                                          "draw_reference_base)", "kgqa_commit": source_commit()}
+    if subset is not None:
+        provenance["source_ids"] = {"how": subset}
+    base = ReferenceBase.build(candidates, model, size=size, clusters=clusters, seed=seed, embedder_spec=embedder,
+                               provenance=provenance)
+    if subset is not None:
+        base.source_ids = list(dict.fromkeys(q.id for _, questions in loaded for q in questions))
+    base.info["seconds"] = {"check": round(checked, 1), "total": round(time.perf_counter() - started, 1)}
+    return base
+
+
+def _checked_candidates(loaded: Sequence[tuple[str, Sequence[Question]]], split: str, spec: str,
+                        say: Callable[[str], None]) -> tuple[list[Any], dict[str, int], dict[str, dict[str, Any]], int]:
     """The reference candidates of every dataset (its questions whose gold chain reaches a gold answer on the KG), the
     counts dropped by reason, the counts per dataset and how many questions were read."""
-    from kgqa.datasets import load_dataset
     from kgqa.kg import open_kg
     from kgqa.methods.srp.references import check_candidates
 
-    data_dir = None if settings.data_dir is None else str(settings.data_dir)
-    loaded = [(name, load_dataset(name, split=settings.split, data_dir=data_dir)) for name in names]
     candidates: list[Any] = []
     dropped: dict[str, int] = {}
     per_dataset: dict[str, dict[str, Any]] = {}
     kg = open_kg(spec)
     try:
         for name, questions in loaded:
-            kept, counts = check_candidates(questions, kg)
-            session.say(f"{name} ({settings.split}): {len(questions)} questions, {len(kept)} kept; dropped "
-                        f"{dict(counts) or 'none'}")
+            kept, counts = check_candidates(list(questions), kg)
+            say(f"{name} ({split}): {len(questions)} questions, {len(kept)} kept; dropped {dict(counts) or 'none'}")
             if not kept:
-                raise ConfigError(f"dataset {name!r} ({settings.split}): no question's gold chain reaches a gold answer "
+                raise ConfigError(f"dataset {name!r} ({split}): no question's gold chain reaches a gold answer "
                                   f"on KG {spec} (dropped: {dict(counts)}); is it the dataset's KG?")
             per_dataset[name] = {"questions": len(questions), "kept": len(kept), "dropped": dict(counts)}
             candidates.extend(kept)
