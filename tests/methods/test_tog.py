@@ -165,10 +165,11 @@ def test_a_question_without_a_topic_in_the_kg_is_answered_by_the_llm_alone() -> 
     assert list(recorder.by_step()) == ["tog.generate"]
 
 
-@pytest.mark.parametrize(("model_name", "embedder"), [("local:smollm2", True), ("openai:gpt-4.1-mini", False)])
-def test_auto_scorers_use_embeddings_for_a_local_model_and_the_llm_otherwise(model_name: str, embedder: bool) -> None:
-    assert get_method("tog").needs(model_name).embedder is embedder  # type: ignore[attr-defined]
-    assert get_method("tog", relation_pruner="llm", entity_pruner="bm25").needs(model_name).embedder is False  # type: ignore[attr-defined]
+@pytest.mark.parametrize("model_name", ["local:smollm2", "openai:gpt-4.1-mini", "oracle"])
+def test_the_embedder_is_loaded_with_any_model_and_any_scorer(model_name: str) -> None:
+    """It ranks a relation list over the prompt's budget, whatever scores the relations."""
+    assert get_method("tog").needs(model_name).embedder is True  # type: ignore[attr-defined]
+    assert get_method("tog", relation_pruner="llm", entity_pruner="bm25").needs(model_name).embedder is True  # type: ignore[attr-defined]
 
 
 def test_explain_shows_each_depth_and_the_verdicts() -> None:

@@ -19,11 +19,18 @@ cap the candidates most similar to the question are shown, by the embedder when 
 overlap of :func:`~kgqa.kg.schema.relation_words` with the question (:func:`lexical_scores`); never by the KG's
 (alphabetical) order. The trace event says how many were offered and how many shown.
 
+A token budget instead of the cap (``budget``, ToG and PoG, whose code shows the model every relation): the whole list
+is shown while its listing fits ``budget`` tokens (estimated by :func:`listing_tokens`); above it the embedder ranks the
+list and the longest best-first prefix that fits is shown. Word overlap never cuts such a list: without an embedder the
+whole list is shown (the trace event says ``over_budget``). :meth:`RelationPruner.shown` is what a prompt lists.
+
 Failures: when the LLM's reply cannot be read (after the one re-ask of :func:`~kgqa.steps.reply.ask_reply`) or names
 no listed relation, :meth:`RelationPruner.prune` returns a failed :class:`~kgqa.steps.reply.StepResult` whose value is
 the top k of the similarity scorer (embedding, else lexical) and whose ``replaced_by`` names it; the trace event holds
-the failure and the replacement too. A reply naming fewer than k listed relations is used as it is and topped up to k
-by the same similarity ranking (the event says how many were filled), so the explorer keeps k branches to backtrack to.
+the failure and the replacement too (``replace_failed`` False, or no embedder under a ``budget``: the failed result
+keeps no relation, as ToG's and PoG's code, where such an entity opens no branch). A reply naming fewer than k listed
+relations is used as it is and topped up to k by the same similarity ranking (the event says how many were filled),
+so the explorer keeps k branches to backtrack to (``fill`` False: used as it is).
 
 Reply budget: ``max_tokens`` (default :func:`default_prune_tokens`: 16 tokens of JSON framing plus 24 per name, as
 long Freebase names with ``(incoming)`` take about 20 tokens), so a small model that starts to ramble is stopped early.
@@ -32,9 +39,9 @@ long Freebase names with ``(incoming)`` take about 20 tokens), so a small model 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import ConfigDict, Field
@@ -43,7 +50,8 @@ from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, Direction, Hop
 from kgqa.kg.schema import relation_words
 from kgqa.llm.structured import Reply
-from kgqa.steps.losses import note_relations
+from kgqa.llm.tokens import approx_tokens
+from kgqa.steps.losses import note_entities, note_relations
 from kgqa.steps.relations import describe_chain, describe_hop, verbalize_relation
 from kgqa.steps.reply import StepResult
 
@@ -95,14 +103,24 @@ class PruningConfig:
     #: llm and hybrid: the reply budget in tokens; ``None``: :func:`default_prune_tokens` of ``top_k``.
     max_tokens: int | None = None
     #: llm and hybrid: top a reply naming fewer than ``top_k`` relations up from the similarity ranking (CCoR keeps k
-    #: branches to backtrack to); False keeps just what the model named (VoG: "the relevant ones").
+    #: branches to backtrack to); False keeps just what the model named (VoG: "the relevant ones"; ToG, PoG).
     fill: bool = True
+    #: llm and hybrid: the listing's token budget, replacing the ``prefilter`` count (None: the count). The whole list
+    #: is shown while it fits; above it the embedder's ranking is cut to what fits. With a budget word overlap never
+    #: stands in for the embedder: without one the whole list is shown, nothing tops a reply up and a failed reply
+    #: keeps no relation. ToG and PoG, whose code lists every relation.
+    budget: int | None = None
+    #: llm and hybrid: replace a reply that cannot be read or names no listed relation by the similarity scorer's top
+    #: k; False keeps no relation (ToG's and PoG's code: such an entity opens no branch).
+    replace_failed: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("llm", "embedding", "hybrid"):
             raise ConfigError(f"relation pruner {self.kind!r} is not one of llm, embedding, hybrid")
         if self.top_k < 1 or self.prefilter < 1:
             raise ConfigError("relation pruning needs top_k >= 1 and prefilter >= 1")
+        if self.budget is not None and self.budget < 1:
+            raise ConfigError(f"relation pruning needs a listing budget >= 1 token, got {self.budget}")
         if self.prefilter < self.top_k:
             raise ConfigError(f"relation pruning lists prefilter={self.prefilter} candidates, fewer than "
                               f"top_k={self.top_k}")
@@ -118,6 +136,31 @@ class PruningConfig:
 class ScoredHop:
     hop: Hop
     score: float
+
+
+@dataclass(slots=True)
+class Listing:
+    """What an LLM scorer's prompt lists of the candidates (:meth:`RelationPruner.shown`)."""
+
+    #: the hops listed, in the prompt's order
+    hops: list[Hop]
+    #: every candidate by similarity to the question, best first, when a scorer ranked them (else None)
+    ranking: list[ScoredHop] | None = None
+    #: the scorer that ordered (and cut) the list; None: the whole list in the KG's order
+    cut_by: SimilarityScorer | None = None
+    #: the whole list is shown although its listing is over the budget (no embedder to rank it)
+    over_budget: bool = False
+
+
+def listing_lines(hops: Sequence[Hop]) -> list[str]:
+    """How a pruning prompt lists candidate hops: ``1. film.film.directed_by``, one a line."""
+    return [f"{i}. {describe_hop(h)}" for i, h in enumerate(hops, start=1)]
+
+
+def listing_tokens(hops: Sequence[Hop]) -> int:
+    """Estimated tokens of the listing of ``hops`` (:func:`kgqa.llm.tokens.approx_tokens` per line, plus the line
+    break): about 13 for a Freebase relation such as ``12. film.film.directed_by (incoming)``."""
+    return sum(approx_tokens(line) + 1 for line in listing_lines(hops))
 
 
 # The reply model's name, docstring and field description are rendered into the prompt (ask_json shows the model its
@@ -234,6 +277,12 @@ class RelationPruner:
         embedder, else lexical."""
         return "embedding" if self.embedder is not None else "lexical"
 
+    @property
+    def ranks(self) -> bool:
+        """Whether a similarity ranking may stand in for the model (fill, replacement): always by count, only with
+        an embedder under a ``budget`` (word overlap never does there)."""
+        return self.embedder is not None or self.config.budget is None
+
     def prune(self, question: str, topic_names: Sequence[str], chain: Chain, candidates: Sequence[Hop], *,
               trace: Trace | None = None, at: str | Collection[str] | None = None, depth: int | None = None,
               from_topic: Chain | None = None, **prompt_vars: str) -> StepResult[list[ScoredHop]]:
@@ -254,12 +303,14 @@ class RelationPruner:
             result = StepResult.success(self._ranked(question, pool)[: self.config.top_k])
             shown = pool
         else:
-            ranking: list[ScoredHop] | None = None
-            shown = pool
-            if self.config.kind == "hybrid" or len(pool) > self.config.prefilter:
-                ranking = self._ranked(question, pool)
-                shown = [s.hop for s in ranking[: self.config.prefilter]]
-                event["prefilter"] = self.similarity
+            listing = self.shown(question, pool)
+            shown, ranking = listing.hops, listing.ranking
+            if self.config.budget is not None:
+                event["budget"] = self.config.budget
+            if listing.over_budget:
+                event["over_budget"] = listing_tokens(pool)
+            if listing.cut_by is not None:
+                event["prefilter"] = listing.cut_by
                 note_relations(f"{self.step}.prefilter", pool, shown, **where)
             result = self._llm_choice(question, topic_names, chain, pool, shown, ranking, prompt_vars, event)
         best = result.value or []
@@ -271,6 +322,34 @@ class RelationPruner:
                 event["fallback"] = result.replaced_by
             trace.add(self.step, **event)
         return result
+
+    def shown(self, question: str, candidates: Sequence[Hop]) -> Listing:
+        """What the LLM scorer's prompt lists of ``candidates``.
+
+        By count (no ``budget``): the whole list up to ``prefilter`` candidates; above it (and always for ``hybrid``)
+        the ``prefilter`` most similar to the question, by the embedder or else by word overlap. By ``budget``: the
+        whole list while its listing fits the budget; above it (and always for ``hybrid``) the embedder's best-first
+        prefix that fits, never fewer than ``top_k``; without an embedder the whole list, marked ``over_budget``.
+        """
+        pool = list(candidates)
+        cfg = self.config
+        if cfg.budget is None:
+            if cfg.kind != "hybrid" and len(pool) <= cfg.prefilter:
+                return Listing(pool)
+            ranking = self._ranked(question, pool)
+            return Listing([s.hop for s in ranking[: cfg.prefilter]], ranking, self.similarity)
+        if cfg.kind != "hybrid" and listing_tokens(pool) <= cfg.budget:
+            return Listing(pool)
+        if self.embedder is None:  # word overlap never cuts a budgeted list (hybrid always has an embedder)
+            return Listing(pool, over_budget=True)
+        ranking = self._ranked(question, pool)
+        used, fits = 0, 0
+        for i, scored in enumerate(ranking, start=1):
+            used += approx_tokens(f"{i}. {describe_hop(scored.hop)}") + 1
+            if used > cfg.budget and i > cfg.top_k:
+                break
+            fits = i
+        return Listing([s.hop for s in ranking[:fits]], ranking, "embedding")
 
     # -- scorers ---------------------------------------------------------------------------------------------------
 
@@ -294,7 +373,7 @@ class RelationPruner:
         assert self.llm is not None and self.signature is not None
         k = self.config.top_k
         event["shown"] = len(shown)
-        listing = "\n".join(f"{i}. {describe_hop(h)}" for i, h in enumerate(shown, start=1))
+        listing = "\n".join(listing_lines(shown))
         reply = ask_reply(self.llm, self.signature, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed,
                           question=question, chain=describe_chain(topic_names, chain),
                           candidates=listing, top_k=str(k), **prompt_vars)
@@ -307,11 +386,16 @@ class RelationPruner:
             failure = reply.failure if not reply.ok else (
                 f"the reply named none of the {len(shown)} listed relations: {reply.value.relations[:5]!r}"
                 if reply.value is not None else "no reply")
+            if not self.config.replace_failed or not self.ranks:
+                if reply.ok:  # a readable reply that names no listed relation: the entity opens no branch
+                    event["none_named"] = True
+                    return StepResult.success([])
+                return StepResult.failed(f"{failure}; no relation kept", [])
             ranking = ranking if ranking is not None else self._ranked(question, pool)
             scorer = self.similarity
             return StepResult.failed(f"{failure}; replaced by the {scorer} scorer", ranking[:k], replaced_by=scorer)
         kept = [ScoredHop(h, (k - i) / k) for i, h in enumerate(picked)]
-        if len(picked) < k and self.config.fill:
+        if len(picked) < k and self.config.fill and self.ranks:
             # Fewer names than asked: top up from the similarity ranking of the listed candidates, below the model's.
             ranking = ranking if ranking is not None else self._ranked(question, pool)
             listed = set(shown)
@@ -351,6 +435,19 @@ class RelationPruner:
             if len(picked) == self.config.top_k:
                 break
         return picked, ignored
+
+
+T = TypeVar("T")
+
+
+def drop_zero_scored(step: str, items: Sequence[T], *, score: Callable[[T], float], node: Callable[[T], str],
+                     depth: int | None = None) -> list[T]:
+    """``items`` without those scored zero, in their order: ToG's and PoG's code prune a candidate entity its scores
+    put at zero even when there is room for it. The loss log notes the cut as ``step`` (``tog.zero``, ``pog.zero``),
+    the candidates read as nodes by ``node``, ``depth`` hops from the topic."""
+    kept = [item for item in items if score(item) > 0]
+    note_entities(step, [node(item) for item in items], [node(item) for item in kept], depth=depth)
+    return kept
 
 
 def similarity_order(embedder: Embedder | None, query: str, texts: Sequence[str]) -> tuple[list[int], list[float]]:

@@ -1,40 +1,45 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """PoG (Plan-on-Graph, Chen et al., NeurIPS 2024): sub-objectives, adaptive exploration, memory and reflection.
 
-One call decomposes the question into sub-objectives. Then, per round: relation selection for every frontier entity
-(the ``width`` relations most useful for the question and its sub-objectives), entity pruning per (entity, relation)
+One call decomposes the question into sub-objectives. Then, per round (one hop, ``depth`` rounds at most): relation
+selection for every frontier entity (every relation is listed, the hop back along the edge the path came by left out;
+the model chooses as few as the question needs, at most ``max_relations``), entity selection per (entity, relation)
 group, as PoG's code prunes (above ``prefilter_entities`` candidates in a group, the most similar to the question by
-sentence embedding first; then the group's ``width`` most useful chosen, one call per group larger than ``width``), a
-memory update (the LLM records each sub-objective's status and the
-evidence for it), a reasoning step replying JSON (sufficient or not, answers, reason) and, when not sufficient,
-reflection: go on from the frontier, add entities the pruning left out, or go back to entities of earlier rounds (at
-most ``max_reverse`` times). When the rounds are exhausted the model answers alone (grounding ``parametric``).
+sentence embedding first; then the group's ``width`` best chosen, one call per group larger than ``width``, a candidate
+scored zero dropped), a memory update (the LLM records each sub-objective's status and the evidence for it), a
+reasoning step replying JSON (sufficient or not, answers, reason) and, when not sufficient, reflection: go on from the
+frontier, add entities the selection left out, or go back to entities of earlier rounds (at most ``max_reverse``
+times); adding or going back takes no extra round. A node seen on another path or in an earlier round may be reached
+again (a second triple to it is evidence too). When a round finds nothing to explore (a dead end) the model answers
+from the triples gathered (PoG's half stop); when the rounds are exhausted it answers alone (grounding ``parametric``).
+
+The relation list, as ToG's (:mod:`kgqa.methods.tog.method`): every relation while the listing fits
+``relation_budget`` tokens, else the embedder's best that fit; never cut by word overlap (the embedder is loaded with
+any model, :meth:`PoG.needs`; without one the whole list is shown). A reply naming no listed relation, or unreadable, is
+replaced by the embedder's ``max_relations`` best (PoG's code keeps none; see the table), and without an embedder that
+entity opens no branch.
 
 Defaults as the paper and its code: depth 4, width 3, 70 candidates before pruning, 5 reverse steps, temperature 0.3.
 
-Where kgqa differs from PoG's code, and why:
+Fidelity (paper vs kgqa):
 
-* ``walk_back`` (``auto``): PoG's code drops the relation a path came by, and on Freebase a path still reaches the
-  siblings (a director's other films) by the relation's named reverse. On a KG that names no reverses (MetaQA's KB)
-  that leaves no way there, so there the hop back is offered, never to the node just left
-  (:func:`kgqa.steps.walks.walks_back`; ``never`` is the code's behaviour everywhere).
-* Relation and entity pruning use kgqa's shared scorers: the model names the ``width`` best relations / scores the
-  candidates (``relation_pruner`` and ``entity_pruner``: ``auto`` is the embedding scorer for an offline local model
-  and the LLM otherwise, as for every kgqa method). PoG's model writes its selections in free text.
-* The candidates above ``prefilter_entities`` are ranked by the run's embedder when there is one, else by word overlap;
-  PoG uses SBERT.
-* Nameless mediator (CVT) nodes among a group's candidates cannot be judged by name: up to ``width`` of them join the
-  frontier as they are, shown as ``[mediator id]`` (PoG's code keeps only named ``m.`` ids).
-* The memory is a short form: the numbers of the sub-objectives solved and one sentence of what is known, rendered
-  as each sub-objective with its status (PoG's model rewrites a free-text memory per sub-objective; a 135M local model
-  could not fill a per-objective list within a short reply budget).
-* Memory, reasoning and reflection reply JSON validated against a model, with a budget per step (``memory_tokens``,
-  ``reason_tokens``, ``reflect_tokens``); an unreadable reply is recorded and treated as "not sufficient" /
-  "continue", never as an answer.
-* Reflection is one call choosing ``continue``, ``add`` (entities left out by pruning this round) or ``backtrack``
-  (entities reached in earlier rounds), the candidates numbered ``A1..`` and ``B1..``. Going back returns the walk to
-  the depth of the chosen entities, so exploration can go deeper from there; ``max_rounds`` (ours) bounds the rounds.
-* Answers are linked to the nodes the model was shown by name; grounding is ``synthesis`` when at least one is, else
-  ``parametric`` (PoG reports no grounding).
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| planning | one call splits the question into as few sub-objectives as possible | same (at most 5 kept) | no |
+| relation list | every relation of the entity, less the one the path came by | every relation while the listing fits `relation_budget` (2,000 tokens), else the embedder's best that fit | yes: prompt budget (a 4,096-token local model); no topic of MetaQA or the Freebase pieces reaches it |
+| relation selection | the LLM lists as few relevant relations as possible, any number | same, used as it is, at most `max_relations` (5); the `embedding` scorer keeps `width` | yes: a cap stops a rambling model's list |
+| no listed relation named, or no readable reply | the entity adds no relation | the embedder's `max_relations` best stand in; none without an embedder (never word overlap) | yes: under the oracle, which names no relation away from the gold chains (a question's second, constraint topic), the stand-in reaches 23 more of 300 cwq-gog answers (hit 95.3 against 87.7); a small model's unreadable reply does not end the branch |
+| entity selection | per (entity, relation) group: above 70, the 70 nearest by SBERT; the LLM lists the fewest entities needed | per group: above 70, the 70 nearest by the run's embedder; the LLM scores them, the `width` (3) best kept, one scored zero dropped (`pog.zero`) | yes: scores and a width bound the frontier a small model leaves |
+| nameless (CVT) nodes | only named `m.` ids are kept | up to `width` a group join the frontier as `[mediator id]` | yes: paths through a CVT (film, performance, actor) |
+| the hop back | the relation a path came by is dropped; seen nodes stay reachable | same where the KG names reverses (Freebase); offered on MetaQA (`walk_back`); a path never returns to its own nodes | yes: MetaQA names no reverses; a walk does not loop |
+| memory | the LLM rewrites a free-text memory per sub-objective | the numbers of the sub-objectives solved and one sentence of what is known | yes: a short reply a small model fills |
+| reasoning | JSON {A: {Sufficient, Answer}, R}: verdict first | JSON {sufficient, answers, reason}, the same order | no |
+| reflection | "Add?" yes/no with a reason, then a second call picks entities to add among all seen; at most 5 times | one call: continue, add (left-out `A1..`) or backtrack (earlier `B1..`, replacing the frontier), at most `max_reverse` (5) | yes: one call instead of two |
+| reflection after the last round | asked | not asked | yes: its choice could not be explored (one call fewer a question that reaches depth 4) |
+| depth | 4 rounds; adding entities takes no extra round | same (`depth` bounds the rounds, going back included) | no |
+| dead end, depth exhausted | a dead end: answer from the triples gathered (half stop); the depth exhausted: the LLM answers alone | same (alone: grounding `parametric`) | no |
+| answer replies | the answer first, then the reason | reasoning first, then the answers (the answer steps of every kgqa method share one reply) | yes: one reply model for every method's answer step |
+| temperature, replies | 0.3 every call; free-text replies | 0.3; JSON validated against a model, a budget per step, an unreadable reply read as "not sufficient" / "continue" | yes: replies a parser can check |
 """
 
 from __future__ import annotations
@@ -49,7 +54,14 @@ from kgqa.llm.base import LLMError
 from kgqa.llm.prompts import PromptBook, Signature
 from kgqa.llm.structured import Reply
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, MethodDetails, Needs
-from kgqa.methods.llm_only import ReasonedAnswer, Sufficiency, answer_alone, answer_from_evidence, judge_sufficiency
+from kgqa.methods.llm_only import (
+    ReasonedAnswer,
+    Sufficiency,
+    answer_alone,
+    answer_from_evidence,
+    generate_answers,
+    judge_sufficiency,
+)
 from kgqa.methods.registry import register_method
 from kgqa.steps.entities import (
     Candidate,
@@ -67,7 +79,7 @@ from kgqa.steps.pruning import (
     RelationChoice,
     RelationPruner,
     choose_gold_relations,
-    pruner_needs_embedder,
+    drop_zero_scored,
     resolve_pruner,
     similarity_order,
 )
@@ -91,6 +103,8 @@ if TYPE_CHECKING:
     from kgqa.llm.oracle import OracleAsk
 
 PROMPTS = PromptBook.for_package("kgqa.methods.pog")
+#: Tokens the relation listing of one selection prompt may take (as ToG's, :data:`kgqa.methods.tog.method.RELATION_BUDGET`).
+RELATION_BUDGET = 2000
 
 
 class SubObjectives(Reply):
@@ -150,6 +164,8 @@ ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "pog.entities", sc
 UPDATE_MEMORY = Signature(PROMPTS, "update_memory", Memory, "pog.memory", _oracle_memory)
 REASON = Signature(PROMPTS, "reason", Sufficiency, "pog.reason", judge_sufficiency)
 REFLECT = Signature(PROMPTS, "reflect", Reflection, "pog.reflect", _oracle_reflection)
+#: the dead end: the model answers from the triples gathered so far (PoG's half stop)
+ANSWER_FROM_TRIPLES = Signature(PROMPTS, "answer_from_triples", ReasonedAnswer, "pog.answer", answer_from_evidence)
 GENERATE = Signature(PROMPTS, "direct_generation", ReasonedAnswer, "pog.generate", answer_from_evidence)
 
 
@@ -170,6 +186,8 @@ class PoGRound(BaseModel):
 class PoGDetails(MethodDetails):
     subobjectives: list[str] = Field(default_factory=list)
     rounds: list[PoGRound] = Field(default_factory=list)
+    #: why exploration stopped at a dead end (the model then answered from the triples gathered)
+    half_stop: str | None = None
     fallback: str | None = None
 
     def round(self, number: int) -> PoGRound:
@@ -180,17 +198,22 @@ class PoGDetails(MethodDetails):
 class PoGConfig(MethodConfig):
     """PoG's hyperparameters, defaulting to the paper's (depth 4, width 3, 70 candidates, 5 reverse steps, 0.3)."""
 
-    depth: int = Field(default=4, ge=1, description="maximum exploration depth")
-    width: int = Field(default=3, ge=1, description="relations kept per entity and entities kept per round")
+    depth: int = Field(default=4, ge=1, description="exploration rounds at most, one hop each (going back or adding "
+                                                    "entities takes no extra round)")
+    width: int = Field(default=3, ge=1, description="entities kept per (entity, relation) group; relations kept per "
+                                                    "entity by the embedding scorer")
+    max_relations: int = Field(default=5, ge=1, description="most relations the model may choose per entity (it is "
+                                                            "asked for as few as the question needs)")
     prefilter_entities: int = Field(default=70, ge=1, description="above this many candidates, the most similar to "
                                                                   "the question are kept before pruning")
     max_reverse: int = Field(default=5, ge=0, description="times reflection may go back to earlier entities")
-    max_rounds: int = Field(default=8, ge=1, description="exploration rounds at most (ours; bounds add/backtrack)")
     relation_pruner: PrunerChoice = Field(default="auto", description="relation scorer; auto: embedding for local "
                                                                       "models, llm otherwise")
     entity_pruner: EntityScorerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
                                                                           "models, llm otherwise")
-    prefilter: int = Field(default=30, ge=1, description="most relations one selection prompt lists")
+    relation_budget: int = Field(default=RELATION_BUDGET, ge=1, description="tokens the relation listing of one "
+                                 "selection prompt may take: the whole list while it fits, else the embedder's best "
+                                 "that fit (PoG lists every relation)")
     temperature: float = Field(default=0.3, ge=0.0, le=2.0, description="temperature of every call")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
     walk_back: WalkBack = walk_back_field()
@@ -210,6 +233,14 @@ def _numbered(goals: list[str]) -> str:
     return "\n".join(f"{i}. {goal}" for i, goal in enumerate(goals, start=1))
 
 
+def _ends(paths: list[WalkPath]) -> list[WalkPath]:
+    """One path per end node (the first), in order: the entities a round goes on from."""
+    first: dict[str, WalkPath] = {}
+    for path in paths:
+        first.setdefault(path.end, path)
+    return list(first.values())
+
+
 @register_method("pog")
 class PoG(KGQAMethod):
     """Plan-on-Graph (see the module docstring)."""
@@ -218,13 +249,14 @@ class PoG(KGQAMethod):
     summary = "Plan-on-Graph: sub-objectives, relation and entity pruning, memory, reasoning and reflection"
     Config: ClassVar[type[MethodConfig]] = PoGConfig
     Details = PoGDetails
-    signatures = (DECOMPOSE, RELATIONS, ENTITIES, UPDATE_MEMORY, REASON, REFLECT, GENERATE)
+    signatures = (DECOMPOSE, RELATIONS, ENTITIES, UPDATE_MEMORY, REASON, REFLECT, ANSWER_FROM_TRIPLES, GENERATE)
     config: PoGConfig
 
     def needs(self, llm: str | None = None) -> Needs:
-        relation = resolve_pruner(self.config.relation_pruner, llm)
-        entity = resolve_entity_scorer(self.config.entity_pruner, llm)
-        return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
+        """The KG, the LLM and the embedder, with any model: the embedder ranks a relation list over the prompt's
+        budget and a group of more than ``prefilter_entities`` candidates (PoG's SBERT), and is the ``embedding``
+        scorers' and the local models' ``auto`` scorer."""
+        return Needs(kg=True, llm=True, embedder=True)
 
     def answer(self, question: Question, ctx: MethodContext) -> Prediction:
         ctx.details = PoGDetails()
@@ -242,9 +274,10 @@ class PoG(KGQAMethod):
         cfg = self.config
         subobjectives = self._decompose(question, ctx)
         llm_name = getattr(ctx.llm, "name", None)
+        kind = resolve_pruner(cfg.relation_pruner, llm_name)
         relations = RelationPruner(
-            PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
-                          prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
+            PruningConfig(kind=kind, top_k=cfg.width if kind == "embedding" else cfg.max_relations,
+                          max_tokens=cfg.relation_tokens, budget=cfg.relation_budget, fill=False),
             llm=ctx.llm, embedder=ctx.embedder, signature=RELATIONS, temperature=cfg.temperature, seed=ctx.seed)
         entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.width, llm=ctx.llm,
                                 embedder=ctx.embedder, signature=ENTITIES, max_tokens=cfg.entity_tokens,
@@ -254,39 +287,30 @@ class PoG(KGQAMethod):
         gathered: list[WalkPath] = []  # every path selected in any round
         earlier: list[WalkPath] = []  # frontier paths of earlier rounds (reflection may go back to them)
         reverses = 0
-        visited = {p.end for p in frontier}  # a node selected once is not offered again (going back explores anew)
-        for round_no in range(1, cfg.max_rounds + 1):
-            frontier = [p for p in frontier if len(p.hops) < cfg.depth]
-            if not frontier:
-                note_stop("pog.depth", "depth_limit", depth=cfg.depth)
-                return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
-            selected, left_out = self._expand(question, ctx, frontier, relations, entities, goals, round_no, visited)
+        for round_no in range(1, cfg.depth + 1):  # one hop a round; adding or going back takes no extra round
+            selected, left_out = self._expand(question, ctx, frontier, relations, entities, goals, round_no)
             if not selected:
                 ctx.trace.add("pog.dead_end", round=round_no)
-                if not earlier or reverses >= cfg.max_reverse:
-                    return self._direct(question, ctx, "no candidate entity left")
-                # Nothing to go on from: go back to the latest earlier entities, as reflection would.
-                reverses += 1
-                frontier = earlier[-cfg.width:]
-                continue
+                return self._from_triples(question, ctx, gathered, f"no candidate entity left in round {round_no}")
             gathered.extend(selected)
-            visited.update(p.end for p in selected)
             memory = self._update_memory(question, ctx, subobjectives, memory, gathered, round_no)
             done = self._reason(question, ctx, memory, gathered, round_no)
             if done is not None:
                 return done
+            if round_no == cfg.depth:
+                break  # a reflection now could not be explored
             earlier.extend(frontier)
-            frontier = selected
-            action, chosen = self._reflect(question, ctx, goals, memory, selected, left_out, earlier,
+            frontier = _ends(selected)
+            action, chosen = self._reflect(question, ctx, goals, memory, frontier, left_out, earlier,
                                            reverses < cfg.max_reverse, round_no)
             note_entities("pog.reflect", [p.end for p in chosen])  # a left-out or earlier node taken back
             if action == "add":
-                frontier = selected + [p for p in chosen if p not in selected]
+                frontier = _ends(frontier + chosen)
             elif action == "backtrack":
                 reverses += 1
                 frontier = chosen
-        note_stop("pog.rounds", "budget_limit")
-        return self._direct(question, ctx, f"{cfg.max_rounds} rounds without sufficient knowledge")
+        note_stop("pog.depth", "depth_limit", depth=cfg.depth)
+        return self._direct(question, ctx, f"depth {cfg.depth} exhausted without sufficient knowledge")
 
     def _decompose(self, question: Question, ctx: MethodContext) -> list[str]:
         reply = ask_reply(ctx.llm, DECOMPOSE, max_tokens=self.config.decompose_tokens, temperature=self.config.temperature,
@@ -300,14 +324,16 @@ class PoG(KGQAMethod):
         return goals
 
     def _expand(self, question: Question, ctx: MethodContext, frontier: list[WalkPath], relations: RelationPruner,
-                entities: EntityPruner, goals: str, round_no: int, visited: set[str],
-                ) -> tuple[list[WalkPath], list[WalkPath]]:
-        """One round of relation selection and entity pruning: the paths kept, and the named ones left out."""
+                entities: EntityPruner, goals: str, round_no: int) -> tuple[list[WalkPath], list[WalkPath]]:
+        """One round of relation selection and entity pruning: the paths kept (a node reached by two groups once per
+        group: each triple is evidence), and the named ones left out.
+
+        At each frontier entity every hop is offered but the step straight back along the edge it came by (under
+        ``walk_back``, as ToG); a node seen on another path or in an earlier round may be reached again."""
         cfg = self.config
         kg = ctx.kg
         names = kg.names([p.end for p in frontier])
-        candidates: dict[str, WalkPath] = {}
-        groups: list[list[str]] = []  # per (entity, relation): the nodes it reaches
+        groups: list[list[WalkPath]] = []  # per (entity, relation): the paths one hop on, to the nodes it reaches
         for path in frontier:
             hops = entity_hops(kg, path.end, exclude=back_hop_to_skip(kg, path, cfg.walk_back))
             if not hops:
@@ -316,39 +342,41 @@ class PoG(KGQAMethod):
             kept = relations.prune(question.text, [label], (), hops, trace=ctx.trace, at=path.end,
                                    depth=len(path.hops) + 1, entity=label, subobjectives=goals).value or []
             for scored in kept:
-                group = []
-                for node in hop_neighbours(kg, path.end, scored.hop, limit=cfg.neighbour_limit,
-                                           visited=visited.union(path.nodes)):
-                    candidates.setdefault(node, path.extend(scored.hop, node))
-                    group.append(node)
+                group = [path.extend(scored.hop, node) for node in
+                         hop_neighbours(kg, path.end, scored.hop, limit=cfg.neighbour_limit, visited=path.nodes)]
                 if group:
                     groups.append(group)
-        node_names = kg.names(list(candidates))
-        kept_ids: dict[str, None] = {}  # insertion-ordered, each node once
-        left_out_ids: dict[str, None] = {}
+        node_names = kg.names(list({p.end: None for group in groups for p in group}))
+        selected: list[WalkPath] = []
+        left_out: list[WalkPath] = []
         prefiltered = 0
         for group in groups:  # PoG prunes each (entity, relation)'s neighbours on their own
-            named = [n for n in group if node_names.get(n)]
-            nameless = [n for n in group if not node_names.get(n)]
+            named = [p for p in group if node_names.get(p.end)]
+            nameless = [p.end for p in group if not node_names.get(p.end)]
             note_entities("pog.nameless", nameless, nameless[: cfg.width])
             shown = named
             if len(named) > cfg.prefilter_entities:
-                order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(n) or "" for n in named])
+                order, _ = similarity_order(ctx.embedder, question.text, [node_names.get(p.end) or "" for p in named])
                 shown = [named[i] for i in order[: cfg.prefilter_entities]]
-                note_entities("pog.prefilter", named, shown)
+                note_entities("pog.prefilter", [p.end for p in named], [p.end for p in shown])
                 prefiltered += len(shown)
             chosen = list(shown)
             if len(shown) > cfg.width:
-                result = entities.prune(question.text, [Candidate(n, node_names.get(n)) for n in shown],
+                result = entities.prune(question.text, [Candidate(p.end, node_names.get(p.end)) for p in shown],
                                         trace=ctx.trace, subobjectives=goals)
-                chosen = [e.id for e in result.value or []]
-            kept_ids.update(dict.fromkeys([*chosen, *nameless[: cfg.width]]))
-            left_out_ids.update(dict.fromkeys(n for n in shown if n not in chosen))
-        selected = [candidates[n] for n in kept_ids]
-        left_out = [candidates[n] for n in left_out_ids if n not in kept_ids]
+                # as PoG's code (the model lists the entities it keeps): one scored zero is not kept
+                scored = drop_zero_scored("pog.zero", result.value or [], score=lambda e: e.score,
+                                          node=lambda e: e.id, depth=len(group[0].hops))
+                by_end = {p.end: p for p in shown}
+                chosen = [by_end[e.id] for e in scored]
+            selected += [*chosen, *(p for p in group if p.end in nameless[: cfg.width])]
+            left_out += [p for p in shown if p not in chosen]
+        taken = {p.end for p in selected}
+        left_out = [p for p in _ends(left_out) if p.end not in taken]
         account = self.account(ctx).round(round_no)
-        account.candidates, account.selected = len(candidates), verbalize_triples(kg, [p.triples[-1] for p in selected])
-        ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=len(candidates),
+        candidates = len({p.end for group in groups for p in group})
+        account.candidates, account.selected = candidates, verbalize_triples(kg, [p.triples[-1] for p in selected])
+        ctx.trace.add("pog.round", round=round_no, frontier=[p.end for p in frontier], candidates=candidates,
                       prefiltered=prefiltered or None,
                       selected=account.selected, left_out=len(left_out))
         return selected, left_out
@@ -388,10 +416,31 @@ class PoG(KGQAMethod):
         if not reply.value.sufficient or not reply.value.answers:
             return None
         note_stop("pog.reason", "judge_stop")
-        items = link_answers(ctx.kg, reply.value.answers, nodes)[: self.config.max_answers]
+        return self._prediction(ctx, reply.value.answers, gathered, nodes, "reasoning")
+
+    def _from_triples(self, question: Question, ctx: MethodContext, gathered: list[WalkPath], cause: str) -> Prediction:
+        """PoG's half stop: exploration can go no further, and the model answers from the triples gathered so far."""
+        self.account(ctx).half_stop = cause
+        if not gathered:
+            return self._direct(question, ctx, cause)
+        from kgqa.llm.structured import StructuredOutputError
+
+        lines, nodes = shown_triples(ctx.kg, gathered, self.config.max_triples_shown)
+        note_answer_cap("pog.answer", [n for p in gathered for n in p.nodes], nodes)
+        try:
+            answers, reasoning = generate_answers(ctx.llm, ANSWER_FROM_TRIPLES, question.text,
+                                                  max_tokens=self.config.answer_tokens, triples="\n".join(lines))
+        except StructuredOutputError as exc:
+            answers, reasoning = [], f"unreadable reply: {exc}"
+        ctx.trace.add("pog.answer", cause=cause, reasoning=reasoning, answers=answers)
+        return self._prediction(ctx, answers, gathered, nodes, "half stop")
+
+    def _prediction(self, ctx: MethodContext, answers: list[str], gathered: list[WalkPath], nodes: list[str],
+                    stage: str) -> Prediction:
+        items = link_answers(ctx.kg, answers, nodes)[: self.config.max_answers]
         ends = linked_nodes(items, nodes, ctx.kg)
         grounding = Grounding.SYNTHESIS if ends else Grounding.PARAMETRIC
-        ctx.trace.add("answer", stage="reasoning", grounding=str(grounding), linked=len(ends), answers=len(items))
+        ctx.trace.add("answer", stage=stage, grounding=str(grounding), linked=len(ends), answers=len(items))
         return Prediction(answers=items, grounding=grounding, evidence=path_evidence(gathered, ends))
 
     def _reflect(self, question: Question, ctx: MethodContext, goals: str, memory: str, selected: list[WalkPath],
@@ -443,6 +492,8 @@ class PoG(KGQAMethod):
                              + (f" ({r.reason})" if r.reason else ""))
             if r.reflection is not None:
                 lines.append(f"reflection: {r.reflection}" + (f" {r.reflected_on}" if r.reflected_on else ""))
+        if details.half_stop:
+            lines.append(f"pog.half_stop: {details.half_stop}")
         if details.fallback:
             lines.append(f"fallback: {details.fallback}")
         fields: dict[str, Any] = {"subobjectives": details.subobjectives,

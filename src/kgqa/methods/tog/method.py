@@ -1,7 +1,8 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """ToG (Think-on-Graph, Sun et al., ICLR 2024): beam search over the KG with the LLM as the agent.
 
-Per depth, for every entity at the end of a beam path: relation exploration (the hops the entity opens, pruned to the
-``width`` most relevant by the relation scorer, their scores normalised to sum to 1), entity exploration (the
+Per depth, for every entity at the end of a beam path: relation exploration (the hops the entity opens, all listed to
+the model, which names up to ``width``; scored by rank and normalised to sum to 1), entity exploration (the
 neighbours each kept relation reaches; with ``sample_above`` or more, ``retain`` of them drawn at random; scored by the
 entity scorer, normalised to sum to 1), then every candidate path is scored relation score x entity score and the
 ``width`` best form the next beam; a candidate scored zero is pruned even when the beam has room, as in ToG's code
@@ -10,32 +11,34 @@ suffice; if so its answers are the prediction (grounding ``synthesis`` when they
 candidate is left the model answers from the triples gathered (ToG's half stop); when the depth is exhausted, from its
 own knowledge (ToG's fallback, grounding ``parametric``, the cause in the trace).
 
-Defaults as the paper and its code: width 3, depth 3, 5 retained entities per relation, temperature 0.4 exploring and
-0 reasoning.
+The relation list: ToG's code shows the model every relation of the entity. kgqa does too while the listing fits
+``relation_budget`` tokens (2,000, about 150 Freebase relations; estimated by
+:func:`kgqa.steps.pruning.listing_tokens`); a longer list is ranked by the embedder and cut to the best that fit
+(``tog.relations.prefilter`` in the loss log). Word overlap never cuts it: the embedder is loaded with any model
+(:meth:`ToG.needs`), and without one the whole list is shown (the trace event says ``over_budget``). The model's choice
+is used as it is: fewer than ``width`` names explore fewer relations (nothing tops them up). A reply that names no
+listed relation, or cannot be read, is replaced by the embedder's ``width`` best (ToG's code keeps none: a departure,
+see the table); without an embedder that entity opens no branch.
 
-Where kgqa differs from ToG's code, and why:
+Fidelity (paper vs kgqa):
 
-* Sampling is seeded: candidates are drawn by a generator seeded from the run's seed and the question id, and the
-  exploring calls carry the run's seed (ToG samples with the unseeded ``random`` module).
-* Head and tail lookups go the right way round (ToG's head-entity query template swaps its arguments).
-* ``walk_back`` (``auto``): ToG's code drops the relation a path came by, and on Freebase a path still reaches the
-  siblings (a director's other films) by the relation's named reverse. On a KG that names no reverses (MetaQA's KB)
-  that leaves no way there, so there the hop back is offered, never to the node just left
-  (:func:`kgqa.steps.walks.walks_back`; ``never`` is the code's behaviour everywhere).
-* Nameless mediator (CVT) nodes stay in the walk, shown as ``[mediator id]``, so a path through a CVT (film ->
-  performance -> actor) is found (ToG drops nameless entities). They cannot be scored by name: each gets an equal share
-  of its relation's score.
-* The relation scorer asks the model for the ``width`` best relation names, best first, and scores them by rank
-  (``(k - i) / k``, normalised); ToG's model writes a score per relation. Names are shorter replies, and a small model
-  writes them more reliably. ``relation_pruner`` can be ``embedding`` or ``hybrid`` as for every kgqa method; its
-  default ``auto`` is the embedding scorer for an offline local model (a 135M model cannot rank relations) and the LLM
-  otherwise. ``entity_pruner`` likewise: ``llm`` (ToG's default), ``bm25`` or ``embedding`` (ToG's cheaper options),
-  ``auto`` as for relations.
-* Reply budgets per step (``relation_tokens``, ``entity_tokens``, ``reason_tokens``, ``answer_tokens``); ToG's code
-  caps every reply at 256 tokens.
-* The reasoning reply is JSON ``{"sufficient", "answers", "reason"}``, one call (ToG's reply is free text starting with
-  ``{Yes}`` or ``{No}``, the answer extracted from it).
-* Neighbours per hop are read up to ``neighbour_limit`` (ToG reads all); the trace counts what the limit cut.
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| search | beam search, width 3, depth 3 | same (`width`, `depth`) | no |
+| relation list | every relation of the entity, both directions, sorted | every relation while the listing fits `relation_budget` (2,000 tokens), else the embedder's best that fit | yes: prompt budget (a 4,096-token local model); no topic of MetaQA or the Freebase pieces reaches it |
+| relation pruning | the LLM names `width` relations with scores summing to 1 | the LLM names up to `width` relations best first, scored by rank and normalised | yes: names alone are a shorter reply that a small model writes reliably |
+| fewer relations named than `width` | explored as named | same (no top-up to `width`) | no |
+| no listed relation named, or no readable reply | the entity adds no relation | the embedder's `width` best stand in; none without an embedder (never word overlap) | yes: under the oracle, which names no relation away from the gold chains (a question's second, constraint topic), the stand-in reaches 33 more of 300 cwq-gog answers (hit 85.0 against 74.0); a small model's unreadable reply does not end the branch |
+| scorers | llm (default), bm25, sentence-BERT | `relation_pruner` llm, embedding, hybrid; `entity_pruner` llm, bm25, embedding; `auto`: embedding for an offline local model | yes: a 135M local model cannot rank relations |
+| entity sampling | 5 drawn at random from 20 or more neighbours, unseeded | the same, seeded by the run's seed and the question id | yes: runs repeat |
+| entity scoring | the LLM scores a relation's neighbours, summing to 1; path score = relation x entity | same | no |
+| zero-scored candidates | pruned even when the beam has room | same (`tog.zero`) | no |
+| nameless (CVT) nodes | dropped | kept as `[mediator id]`, an equal share of the relation's score | yes: paths through a CVT (film, performance, actor) |
+| the hop back | the relation a path came by is dropped | same where the KG names reverses (Freebase); offered on MetaQA, never to the node just left (`walk_back`) | yes: MetaQA's KB names no reverses, so dropping it leaves no way to the siblings |
+| head lookups | the head query's arguments are swapped | looked up the right way round | yes: a bug in ToG's code |
+| reasoning | free text: {Yes} or {No} first, then why and the answer | JSON {sufficient, answers, reason}: the verdict first, as the paper | yes: a JSON reply, in the paper's order |
+| half stop and fallback | no candidate left: answer from the triples; depth exhausted: answer alone | same | no |
+| temperatures, replies, neighbours | 0.4 exploring, 0 reasoning; 256 tokens every reply; every neighbour read | same temperatures; a reply budget per step; up to `neighbour_limit` (500) neighbours a hop | yes: a rambling small model stops early; KG queries stay bounded |
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from kgqa.steps.pruning import (
     RelationChoice,
     RelationPruner,
     choose_gold_relations,
-    pruner_needs_embedder,
+    drop_zero_scored,
     resolve_pruner,
 )
 from kgqa.steps.relations import describe_hop
@@ -98,6 +101,10 @@ from kgqa.steps.walks import (
 )
 
 PROMPTS = PromptBook.for_package("kgqa.methods.tog")
+#: Tokens the relation listing of one pruning prompt may take (:class:`~kgqa.steps.pruning.PruningConfig` ``budget``):
+#: about 150 Freebase relations (13 tokens each), which fits a 4,096-token local model beside the prompt's ~700 tokens
+#: of instructions and examples; the offline Freebase pieces' topics (72 relations at most) and MetaQA's always fit.
+RELATION_BUDGET = 2000
 RELATIONS = Signature(PROMPTS, "prune_relations", RelationChoice, "tog.relations", choose_gold_relations)
 ENTITIES = Signature(PROMPTS, "prune_entities", EntityScores, "tog.entities", score_gold_entities)
 REASON = Signature(PROMPTS, "reason", Sufficiency, "tog.reason", judge_sufficiency)
@@ -148,8 +155,9 @@ class ToGConfig(MethodConfig):
                                                                       "models, llm otherwise")
     entity_pruner: EntityScorerChoice = Field(default="auto", description="entity scorer; auto: embedding for local "
                                                                           "models, llm otherwise")
-    prefilter: int = Field(default=30, ge=1, description="most relations one pruning prompt lists (the most similar "
-                                                         "to the question first)")
+    relation_budget: int = Field(default=RELATION_BUDGET, ge=1, description="tokens the relation listing of one "
+                                 "pruning prompt may take: the whole list while it fits, else the embedder's best that "
+                                 "fit (ToG lists every relation)")
     explore_temperature: float = Field(default=0.4, ge=0.0, le=2.0, description="temperature of the pruning calls")
     reason_temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="temperature of reasoning and answers")
     neighbour_limit: int = Field(default=500, ge=1, description="neighbours read per (entity, relation)")
@@ -183,9 +191,9 @@ class ToG(KGQAMethod):
     config: ToGConfig
 
     def needs(self, llm: str | None = None) -> Needs:
-        relation = resolve_pruner(self.config.relation_pruner, llm)
-        entity = resolve_entity_scorer(self.config.entity_pruner, llm)
-        return Needs(kg=True, llm=True, embedder=pruner_needs_embedder(relation) or entity == "embedding")
+        """The KG, the LLM and the embedder, with any model: the embedder ranks a relation list over the prompt's
+        budget (and is the ``embedding`` scorers' and the local models' ``auto`` scorer)."""
+        return Needs(kg=True, llm=True, embedder=True)
 
     # -- the whole question ----------------------------------------------------------------------------------------
 
@@ -198,7 +206,7 @@ class ToG(KGQAMethod):
         llm_name = getattr(ctx.llm, "name", None)
         relations = RelationPruner(
             PruningConfig(kind=resolve_pruner(cfg.relation_pruner, llm_name), top_k=cfg.width,
-                          prefilter=max(cfg.prefilter, cfg.width), max_tokens=cfg.relation_tokens),
+                          max_tokens=cfg.relation_tokens, budget=cfg.relation_budget, fill=False),
             llm=ctx.llm, embedder=ctx.embedder, signature=RELATIONS, temperature=cfg.explore_temperature,
             seed=ctx.seed)
         entities = EntityPruner(resolve_entity_scorer(cfg.entity_pruner, llm_name), top_k=cfg.retain, llm=ctx.llm,
@@ -211,9 +219,8 @@ class ToG(KGQAMethod):
             for depth in range(1, cfg.depth + 1):
                 explored = self._explore(question, ctx, beam, relations, entities, rng, depth)
                 # the reference prunes a candidate its scores put at zero, even when fewer than `width` are left
-                candidates = [c for c in explored if c.score > 0]
-                note_entities("tog.zero", [c.path.end for c in explored], [c.path.end for c in candidates],
-                              depth=depth)
+                candidates = drop_zero_scored("tog.zero", explored, score=lambda c: c.score,
+                                              node=lambda c: c.path.end, depth=depth)
                 if not candidates:
                     ctx.trace.add("tog.half_stop", depth=depth, cause="no candidate entity left")
                     details.half_stop = f"no candidate entity left at depth {depth}"
