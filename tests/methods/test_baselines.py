@@ -55,8 +55,12 @@ def test_io_asks_once_for_answers_only_and_returns_them_ranked() -> None:
     (messages,) = model.history
     system, user = messages[0]["content"], messages[-1]["content"]
     assert "own knowledge" in system and "JSON" in system and '"answers"' in system  # ask_json added the schema
-    assert user.endswith(f"Question: {QUESTION.text}")
-    assert user.count("Question:") == 3  # two in-context examples, then the question
+    assert user == f"Question: {QUESTION.text}"
+    # 3-5 worked examples kept with the prompt, shown after the system text, each a question and its JSON reply
+    examples = build("io").signature.examples
+    assert 3 <= len(examples) <= 5 and system.count("Question:") == len(examples)
+    assert system.index("Examples:") < system.index(examples[0]) < system.index(examples[-1])
+    assert all(json.loads(e.split("\n", 1)[1])["answers"] for e in examples)
     assert "step by step" not in user + system
     assert prediction.trace == [{"step": "io.generate", "prompt": "answer", "answers": ["Greek", "English"]}]
     assert [r.step for r in recorder.calls("q1")] == ["io.generate"]
@@ -70,9 +74,12 @@ def test_cot_reasons_step_by_step_before_answering() -> None:
     assert prediction.grounding is Grounding.PARAMETRIC
     user = model.history[0][-1]["content"]
     assert "Let's think step by step." in user
-    assert f"Question: {QUESTION.text}\nLet's think step by step." in user
-    assert '"reasoning"' in user.split(f"Question: {QUESTION.text}")[0]  # the examples show reasoning first
+    assert user == f"Question: {QUESTION.text}\nLet's think step by step."
     system = model.history[0][0]["content"]
+    examples = build("cot").signature.examples
+    assert 3 <= len(examples) <= 5 and all(e in system for e in examples)
+    for example in examples:  # each worked example reasons before it answers
+        assert list(json.loads(example.split("\n", 1)[1])) == ["reasoning", "answers"]
     assert system.index('"reasoning"') < system.index('"answers"')  # the schema orders reasoning before answers
     (event,) = prediction.trace
     assert event["step"] == "cot.generate"
@@ -85,7 +92,9 @@ def test_zero_shot_prompts_have_no_examples() -> None:
         solve(build(name, few_shot=False), QUESTION, ctx)
         user = model.history[0][-1]["content"]
         assert user.count("Question:") == 1 and user.startswith(f"Question: {QUESTION.text}")
-        assert "Jaws" not in user and "Switzerland" not in user
+        system = model.history[0][0]["content"]
+        assert "Examples:" not in system and "Question:" not in system
+        assert build(name, few_shot=False).signature.examples == ()
 
 
 def test_max_answers_keeps_the_best_ones() -> None:
@@ -123,12 +132,14 @@ def test_backend_errors_propagate_to_the_runner() -> None:
 
 
 def test_replies_are_budgeted_and_a_reply_cut_by_its_budget_is_read_without_a_re_ask() -> None:
-    from kgqa.testing.policy import PolicyModel
+    from kgqa.testing.policy import PolicyModel, budget_cut
 
     # A small model looping on a list fills its budget; the completed names are the answers, with no second call.
-    cut = '{"answers": ["Greek", "English", "Gre'
+    # (budget_cut: the replies end with finish_reason "length", as a reply the budget cut off does; issue 52)
+    cut = budget_cut('{"answers": ["Greek", "English", "Gre')
+    cot_cut = budget_cut('{"reasoning": "Zwick made one film.", "answers": ["Greek", "Eng')
     for name, budget in (("io", 128), ("cot", 384)):
-        model = PolicyModel(cut if name == "io" else '{"reasoning": "Zwick made one film.", "answers": ["Greek", "Eng')
+        model = PolicyModel(cut if name == "io" else cot_cut)
         recorder = Recorder()
         ctx = MethodContext(kg=None, llm=RecordedModel(model, recorder), recorder=recorder)  # type: ignore[arg-type]
         with recorder.scope("q1"):

@@ -229,7 +229,8 @@ def test_embedded_store_and_sparql_endpoint_give_the_same_final_answers(movie_kg
 # change to them must be deliberate. tests/methods/data/ccor_prompts.json was first recorded from 85062e6 (before the
 # method platform, which had to leave them unchanged); issue 10 changed them on purpose (ranked constraint values,
 # ranked GEF candidates, top-k relation selection, few-shot examples) and re-recorded it with
-# `KGQA_RECORD_PROMPTS=1 python -m pytest tests/methods/test_ccor.py -k pinned`.
+# `KGQA_RECORD_PROMPTS=1 python -m pytest tests/methods/test_ccor.py -k pinned`; issue 50 did again (3-5 worked examples
+# per prompt kept as data, the judgements' reason written before their verdict).
 
 PROMPTS_FIXTURE = Path(__file__).resolve().parent / "data" / "ccor_prompts.json"
 
@@ -291,3 +292,31 @@ def test_ccor_prompts_are_pinned(movie_kg: EmbeddedKG) -> None:
         assert [c["step"] for c in now[name]] == [c["step"] for c in pinned[name]], name
         for got, want in zip(now[name], pinned[name], strict=True):
             assert got["messages"] == want["messages"], f"{name}: {got['step']} asks something else now"
+
+
+def _example_reply(example: str) -> dict:
+    """The JSON reply a worked example ends with (its last line, from its first brace)."""
+    last = example.strip().splitlines()[-1]
+    return json.loads(last[last.index("{"):])
+
+
+def test_every_prompt_shows_worked_examples_and_the_judges_reason_before_their_verdict() -> None:
+    from kgqa.methods.ccor.method import CCoR, CoR
+    from kgqa.methods.chain_body import ConstraintDecision, MainDecision
+
+    for cls in (CCoR, CoR):
+        for signature in cls.signatures:
+            assert 3 <= len(signature.examples) <= 5, signature.prompt
+            for example in signature.examples:  # each shows the reply the prompt asks for, valid as such
+                signature.reply.model_validate(_example_reply(example))
+    judges = {s.prompt: s for s in CCoR.signatures if s.reply in (MainDecision, ConstraintDecision)}
+    assert set(judges) == {"main_reasoning", "constraint_reasoning"}
+    for signature in judges.values():
+        assert next(iter(signature.reply.model_fields)) == "reason"  # the schema asks for the reason first
+        assert all(next(iter(_example_reply(e))) == "reason" for e in signature.examples)
+        user = signature.messages(**{name: "x" for name in signature.inputs})[-1]["content"]
+        verdict = '"chain_status"' if signature.reply is MainDecision else '"chain_correct"'
+        assert user.index('"reason"') < user.index(verdict)
+    # the examples are the pinned prompts' too: both MetaQA-style and Freebase-style relations appear
+    shown = "\n".join(e for s in CCoR.signatures for e in s.examples)
+    assert "film.director.film" in shown and "starred_actors" in shown

@@ -66,9 +66,10 @@ class _ToDirectGeneration(Exception):
 
 
 class MainDecision(Reply):
+    #: the judge's reasoning on the two questions, written before its verdict (the paper's agent reasons, then acts)
+    reason: str = ""
     chain_status: Literal["complete", "inconsistent", "incomplete"]
     answer_space_reached: bool | None = None
-    reason: str = ""
 
 
 class ConstraintInit(Reply):
@@ -77,9 +78,10 @@ class ConstraintInit(Reply):
 
 
 class ConstraintDecision(Reply):
+    #: the reasoning on the two questions, written before the verdict
+    reason: str = ""
     chain_correct: bool
     target: int | None = None
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,9 @@ def _oracle_main_decision(ask: OracleAsk) -> dict[str, Any]:
         "incomplete" if begun else "inconsistent")
     options = ["complete", "incomplete", "inconsistent"]
     status = ask.choose(options, [status])[0]
-    return {"chain_status": status, "answer_space_reached": whole and status == "incomplete",
-            "reason": "the chain is the question's" if whole else ("the chain is on the way" if begun else
-                                                                  "the chain leads elsewhere")}
+    return {"reason": "the chain is the question's" if whole else ("the chain is on the way" if begun else
+                                                                   "the chain leads elsewhere"),
+            "chain_status": status, "answer_space_reached": whole and status == "incomplete"}
 
 
 def _oracle_constraint_init(ask: OracleAsk) -> dict[str, Any]:
@@ -159,8 +161,8 @@ def _oracle_constraint_decision(ask: OracleAsk) -> dict[str, Any]:
     listed = ask.numbered("options")
     targets = [n for n, name in listed if whole and ask.shows(name, ask.gold.constraint_names)]
     target = ask.choose([n for n, _ in listed], targets[:1]) if correct else []
-    return {"chain_correct": correct, "target": target[0] if target else None,
-            "reason": "the chain reaches the constraint's value" if correct else "the chain misses the constraint"}
+    return {"reason": "the chain reaches the constraint's value" if correct else "the chain misses the constraint",
+            "chain_correct": correct, "target": target[0] if target else None}
 
 
 class ConstraintAccount(BaseModel):

@@ -121,7 +121,7 @@ class ParametricDetails(MethodDetails):
 
 
 class ParametricConfig(MethodConfig):
-    few_shot: bool = Field(default=True, description="two in-context examples (False: zero-shot prompt)")
+    few_shot: bool = Field(default=True, description="the worked examples of the prompt (False: zero-shot prompt)")
     max_answers: Annotated[StrictInt, Field(ge=1)] | None = Field(default=None,
                                                                   description="keep only the best N answers")
     answer_tokens: Annotated[StrictInt, Field(ge=16)] | None = Field(

@@ -136,3 +136,18 @@ def test_a_second_topic_is_checked_on_the_graph_before_the_llm_is_asked(kit_scor
     (check,) = events(pred, "chains.mention_constraint")
     assert check["kept"] < check["of"]
     assert pred.grounding == "structured" and pred.names == ["Inception"]
+
+
+def test_every_chains_prompt_shows_worked_examples_and_its_judges_reason_first() -> None:
+    import json
+
+    from kgqa.methods.chains.method import Chains
+
+    for signature in Chains.signatures:
+        assert 3 <= len(signature.examples) <= 5, signature.prompt
+        for example in signature.examples:
+            last = example.strip().splitlines()[-1]
+            reply = json.loads(last[last.index("{"):])
+            signature.reply.model_validate(reply)
+            if signature.prompt in ("main_reasoning", "constraint_reasoning"):
+                assert next(iter(reply)) == "reason"

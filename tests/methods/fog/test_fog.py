@@ -109,10 +109,10 @@ def test_memory_manager_absorbs_copied_triples_masks_the_rest_and_answers_from_m
         [(1, 4, 1, 1, 1, 3), (2, 4, 0, 0, 1, 7)]
     assert rounds[0]["answers"] == [] and rounds[0]["next"] == ["Which of those films came out in 2010?"]
     # the next round's expansion is guided by the subsequent question and skips the masked (shown, not selected)
-    # triples; the absorbed one stays walkable but is not shown again
+    # triples and the absorbed one (in memory: not expanded again, not shown again)
     expansions = events(pred, "fog.expand")
     assert "Which of those films came out in 2010?" in expansions[1]["sub_questions"]
-    assert expansions[1]["cut"]["masked_triples"] == 3
+    assert expansions[1]["cut"]["masked_triples"] == 3 and expansions[1]["cut"]["absorbed_triples"] == 1
     film = film_of(picked[0])
     assert pred.names == [film]
     assert pred.grounding == "synthesis"
@@ -579,11 +579,12 @@ def test_index_selection_absorbs_numbered_triples_and_counts_numbers_out_of_rang
 
 def test_a_memory_reply_cut_off_in_its_numbers_is_read_as_far_as_it_got(kg: EmbeddedKG, scorer_dir: Path) -> None:
     # a small model counts past the candidates until its budget ends the reply: no re-ask, the numbers it finished
-    # that name candidates are selected, the rest counted as invented
+    # that name candidates are selected, the rest counted as invented (the reply fills its 20-token budget)
     policy = by_step({"fog.decompose": {"sub_questions": [FILMS_OF_NOLAN]},
                       "fog.memory": '{"selected_triplets": [1, 2, 3, 4, 5, 6, 7, 8, 9, 1'})
     ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
-    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1)
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, max_potential=4, rounds=1,
+                 memory_tokens=20)
     pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
     assert [p.attempt for p in model.history] == [0, 0]
     (round_,) = events(pred, "fog.memory")
@@ -593,14 +594,15 @@ def test_a_memory_reply_cut_off_in_its_numbers_is_read_as_far_as_it_got(kg: Embe
 
 def test_echoed_placeholder_and_repeated_sub_questions_are_dropped_and_the_fallback_reads_the_question_alone(
         kg: EmbeddedKG, scorer_dir: Path) -> None:
-    echo = "Who wrote the screenplay of Chinatown?"  # the decomposition prompt's own example
+    echo = "Who wrote the screenplay of Chinatown?"  # one of the decomposition prompt's own examples
     cut = ('{"sub_questions": ["...", "' + echo + '", "Which films did Nolan make?", "which films did nolan make?", '
            '"Which films did Nolan ma')
     policy = by_step({"fog.decompose": cut, "fog.memory": {"selected_triplets": [], "predict_answer": [],
                                                            "subsequent_question": ["(Titanic, film.film.directed_by, "
                                                                                    "James Cameron)", "ok"]}})
     ctx, model, _ = context(kg, policy, embedder=offline_embedder(64))
-    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, rounds=2)
+    # the cut reply fills its budget, as a reply the budget cut off does
+    method = FoG(mode="llm", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0, rounds=2, decompose_tokens=48)
     pred = solve(method, question(FILMS_OF_NOLAN, NOLAN), ctx)
     assert not model.policy_errors, model.policy_errors
     (decomposed,) = events(pred, "fog.decompose")
@@ -615,3 +617,4 @@ def test_echoed_placeholder_and_repeated_sub_questions_are_dropped_and_the_fallb
     alone = solve(FoG(mode="graph", scorer=str(scorer_dir), hops=1, tau_e=0.0, tau_p=0.0),
                   question(FILMS_OF_NOLAN, NOLAN), graph_only)
     assert pred.names == alone.names and pred.grounding == "structured"
+

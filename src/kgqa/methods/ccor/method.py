@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """CCoR (Compositional Chain-of-Relations) and its ablation CoR, after Liu, Zhou and Wang (arXiv 2608.22762).
 
 Main chain (Sec. IV-B): relation-centric exploration from the topic entities; each popped chain is judged by two
@@ -14,54 +15,33 @@ CoT direct generation when the main chain fails (grounding ``parametric``). Stag
 
 CoR (``cor``) is the ablation without the constraint chain: a Constraint action goes straight to Global Entity Filtering.
 
-Where kgqa differs from the paper, and why:
+CoR's fidelity is this table without the constraint-chain rows.
 
-* ``walk_back`` (``auto``): CoR's relation search lists the relations leaving the chain's end; on Freebase the step
-  back to the siblings of where the chain stands goes by a relation's named reverse. On a KG that names no reverses
-  (MetaQA's KB) the chain may instead step back along its last relation (MetaQA's "films by the same director"); on
-  Freebase it may not, as the code (:func:`kgqa.steps.walks.walks_back`; ``never`` everywhere is the code's
-  behaviour).
-* Temperature 0 (the paper uses 0.01, i.e. near-greedy) so runs repeat exactly and the request cache applies.
-* The answer-space judgement sees a bounded view of the entities the chain reaches (a count and up to 5 names, nameless
-  CVT nodes counted), because the paper's question "are the current target entities of the right type" needs some
-  evidence of their type; intermediate entities are still never shown, named or pruned.
-* One constraint chain per question, as in the paper's method description; a question with two constraints gets the
-  second one only through the main chain or not at all.
-* An empty E_final (the constraint chain ran but no candidate satisfied the target) counts as a constraint-chain failure
-  and falls back to Global Entity Filtering, rather than answering nothing.
-* A chain that reaches no entity at Stop/Constraint counts as a main-chain failure: the next topic entity is tried,
-  then direct generation. The topic entity itself is never among the answers unless the chain reaches nothing else.
-* Relation pruning can be the LLM (the paper), an embedding scorer or a hybrid: ``pruner`` in the config. Its default
-  ``auto`` uses the embedding scorer with an offline local model (a 135M model cannot rank relations) and the LLM
-  otherwise. The LLM names its top k (the paper's selection) from a list cut to ``prefilter`` candidates, those most
-  similar to the question (embedder, else word overlap with the relation's words); a short choice is filled up to k
-  from that ranking, and an unreadable reply is replaced by it, recorded in the trace.
-* The prompts carry two to four in-context examples of our own (the paper uses up to five), Freebase-style.
-* Reply budgets per step (``prune_tokens``, ``judge_tokens``, ``init_tokens``, ``gef_tokens``, ``answer_tokens``): a
-  judgement is a short JSON object, so tiny local models stop early; the paper caps nothing.
-* Depth: 3 by default and 4 for CWQ (the paper's setting, given by the dataset's facts as ``max_depth``); the
-  iteration budget (``max_iterations``) is ours, so a confused model cannot loop: the paper states no such bound.
-* Several topic entities: a main chain starts from one topic entity at a time, in the question's order, the next one
-  tried when a topic gives no chain; the other topic entities are offered first among the constraint chain's values, so
-  "films by Nolan starring DiCaprio" reaches DiCaprio as the constraint target. The paper does not say how it starts
-  from two topics.
-* Constraint values: up to ``max_values`` are recalled and ranked by how much the sub-question and the question mention
-  them (a year, a title, a name written in the question comes first) before ``max_options`` are shown; the paper shows
-  "the values the chain recalls" without a bound, which a prompt cannot hold.
-* E_final is the constraint chain run jointly with the main chain as one filter on the KG (``filter_by_constraint``),
-  not the intersection of two separately capped sets; truncation is in the trace.
-* Global Entity Filtering lists the ``max_gef_candidates`` candidates the question mentions most (the trace says how
-  many of how many were shown); nameless mediator (CVT) nodes are never listed or answered.
-* A chain that ends on nameless mediator nodes is never a finished chain: a Stop or Constraint judgement there becomes
-  Forward (the paper's Freebase prompts leave CVTs to the model).
-* "How many" questions are answered with the count of E_final (unless the chain reaches values, such as a population,
-  which are then the answer; after Global Entity Filtering only what the LLM kept is counted); the paper's answer step
-  is the entity set. Ordering constraints ("the largest", "the first") are left to
-  the constraint chain's target or to Global Entity Filtering.
-* A KG error (a timeout) or an LLM error during exploration goes to the second fallback layer with its cause in the
-  trace, as the paper's fallback for a failed main chain; an error there too fails the question.
-* No model call is spent on a chain that reaches no entity, or only the topic entity it started from (a walk back
-  through a mediator node, e.g. ``awards_won`` then ``award_winner``).
+Fidelity (paper vs kgqa):
+
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| relation search | the relations leaving the chain's end, intermediate entities as variables | same; on a KG that names no reverses (MetaQA) the chain may step back along its last relation (`walk_back=auto`; `never` is the code's) | yes: MetaQA's KB names no reverses, so "films by the same director" needs the step back |
+| relation pruning | the LLM scores the candidates on three criteria and keeps the top k = 3 | the LLM names its top 3, best first, from a list cut to the `prefilter` (30) most similar to the question; a short choice is filled from that ranking; `pruner=auto`: the embedding scorer with an offline local model | yes: prompt budget; a 135M model cannot rank relations |
+| memory stack | kept chains pushed in ascending score, the best popped first; backtracking pops the next | same | no |
+| main judgement | two hierarchical questions give Forward, Backtrack, Stop or Constraint | same, the reason written before the verdict; the judge sees a count and up to 5 names of what the chain reaches | yes: "the right type" needs some evidence of the type; intermediate entities are still never pruned |
+| nameless ends | not discussed | a chain ending on CVT nodes is never finished; no call on a chain that reaches nothing or only its start | yes: a CVT is no answer; spares calls |
+| depth | 3, and 4 on CWQ | same, from the dataset's facts (`max_depth`); at most `max_iterations` (12) judgements | yes: the iteration bound is ours, so a confused model cannot loop |
+| several topic entities | not said | one main chain per topic entity in the question's order; the other topics offered first as constraint values | yes: the paper is silent |
+| constraint initialisation | a standalone sub-question and its source position | same | no |
+| constraint chain | the same engine, Forward, Backtrack or Stop; a target picked among the recalled values | same; one per question; up to `max_values` recalled, ranked by mention, `max_options` (30) shown | yes: a prompt cannot hold every value |
+| E_final | E_cand intersected with E_con | the constraint chain run jointly with the main chain as one KG filter; an empty E_final falls back to GEF | yes: two separately capped sets could miss each other |
+| Global Entity Filtering | the LLM filters E_cand by the constraint (grounding synthesis) | same; the `max_gef_candidates` (50) most mentioned listed | yes: prompt budget |
+| direct generation | chain of thought from the question alone (grounding parametric) | same; also after a KG or LLM error during exploration | no |
+| counting | the answer is the entity set | "how many" answered with the count of E_final | yes: the gold of such questions is a number |
+| temperature | 0.01 | 0 | yes: runs repeat and the request cache applies |
+| in-context examples | at most five per prompt | 3-4 per prompt, written for kgqa, Freebase- and MetaQA-style | no |
+| CoR | the ablation without the constraint chain | `cor`: a Constraint action goes straight to Global Entity Filtering | no |
+
+Reply budgets per step (``prune_tokens``, ``judge_tokens``, ``init_tokens``, ``gef_tokens``, ``answer_tokens``) keep a
+tiny local model's judgements short; the paper caps nothing. A question with two constraints gets the second only
+through the main chain. Ordering constraints ("the largest", "the first") are left to the constraint chain's target or
+to Global Entity Filtering.
 """
 
 from __future__ import annotations

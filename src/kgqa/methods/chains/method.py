@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """``chains``: CCoR's relation chains steered by FoG's trained foresight scorer, each hop checked as VoG checks a step.
 
 No paper has this method (issue 18). It is built from shared parts and imports no other method:
@@ -50,6 +51,27 @@ No paper has this method (issue 18). It is built from shared parts and imports n
 Where it stands against its parts: relation choice and stopping are trained, not prompted, so a small model does the
 least; the answers are those of a relation chain executed on the KG, so they are traceable like CCoR's. The scorer
 must be trained for the KG (``kgqa train fog``; the demo KG has its own).
+
+``chains`` is kgqa's own method, so in its fidelity table "paper" is the method each part comes from (CCoR, FoG, VoG)
+and "departs" says where ``chains`` uses that part otherwise.
+
+Fidelity (paper vs kgqa):
+
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| relation search | CCoR: the relations leaving the chain's end | same; the chain may always walk back along its last relation (`walk_back=always`) and never passes back through a topic | yes: MetaQA's "films that share actors with X" walks back; X is not its own answer |
+| graph side | FoG: one foresight expansion, far-to-near propagation | same, the chain depth as hop budget, FoG's tau_e 0.02, tau_p 0.7 and hub caps | no |
+| relation pruning | CCoR: the LLM keeps its top k = 3 | the trained scorer: a relation is followed only if a triple it opens was kept (> `min_hop_score`), ranked by the best reading within the depth; top 3 on CCoR's stack (`steering=llm` is CCoR's) | yes: trained, not prompted, so a small model does the least |
+| first chain tried | FoG: graph mode's answer pattern (kgqa's reading) | that pattern's hops go on top of the stack and the judge follows it to its end unless a hop fails verification | yes: the scorer's foresight picks the branch first tried |
+| forward / stop | CCoR: the LLM's two hierarchical questions | the scorer's rule: a chain's value (weakest and last hop, discounted by what leads on) against its extensions (`judge=llm` is CCoR's) | yes: the rule the issue proposed stopped many chains a hop early on MetaQA |
+| hop verification | VoG: each step checked against what the KG shows | the hop's best triples re-scored against its sub-goal alone, no propagation; below `verify_threshold` (0.02) the chain backtracks | yes: the scorer checks, not an LLM |
+| sub-goals | FoG: the LLM decomposes the question | one decomposition call with a remote model (`decompose=auto`), else the question is every hop's sub-goal | yes: a 135M model's sub-goals are noise |
+| constraints | CCoR: the LLM's Constraint action starts a constraint chain | a finished chain is Constraint when the question has a second topic or names a year or an ordering; the graph first keeps candidates whose path touches them (`mention_constraint`), then CCoR's constraint chain | yes: the scorer cannot see a constraint |
+| fallbacks | CCoR: Global Entity Filtering, then direct generation | same | no |
+| call budget | CCoR: none stated | at most `max_calls` (3), re-asks included; spent in the constraint chain, the main chain's candidates answer | yes: kgqa's bound, so the cost per question is known |
+| answer order | CCoR: a set | ordered as FoG orders its answers (the best path along the chain to each) | yes: Hits@1 reads the first answer |
+| judgement replies | CCoR: the judge reasons, then gives the verdict | same reply models as CCoR, the reason first | no |
+| prompts | CCoR: at most five in-context examples | shorter prompts, 3 worked examples each, written for kgqa | no |
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """FoG with the LLM (``mode=llm``, the paper's Sec. 3.1 and 3.3): one call decomposes the question into standalone
 sub-questions (they guide the scorer); then per round one memory-manager call reads the question, the memory subgraph
 and the potential subgraph and replies {selected_triplets, predict_answer, subsequent_question}. Selected triples are
-absorbed into memory (and not shown again), the potential triples it did not select are masked for good, new
-sub-questions drive the next round; at most ``rounds`` rounds and ``rounds`` + 1 calls (a re-ask counts; a round that
-would exceed the budget is skipped). When no round answers, graph mode's reading of a fresh expansion does.
+absorbed into memory: later expansions neither score nor walk them again, and go on from the memory's entities at the
+depths they were reached (so the evidence beyond them stays in reach). The potential triples it did not select are
+masked for good; new sub-questions drive the next round; at most ``rounds`` rounds and ``rounds`` + 1 calls (a re-ask
+counts; a round that would exceed the budget is skipped).
+
+The answer is the model's: the first round whose reply names an entity of a triple it was shown (memory, selected, or
+shown and not selected: that triple then joins the memory as the answer's evidence) answers. Only when no round gives
+such an answer does graph mode's reading of a fresh expansion answer: a counted fallback (the ``fog.fallback`` trace
+event names the graph reader and the cause; ``stats["graph_fallback"]`` is 1, 0 when the model answered, so a run's
+summary.json holds the share under ``stats.graph_fallback.mean`` and the LLM-mode questions under ``.n``).
 
 Both steps' signatures (prompt, reply model, step) are declared here.
 """
@@ -110,18 +117,21 @@ def answer_with_llm(method: FoG, question: Question, seeds: list[str], scorer: A
     details.sub_questions = sub_questions
     memory: list[Triple] = []
     rejected: set[Triple] = set()
+    ends: dict[str, int] = {}
     for round_ in range(1, cfg.rounds + 1):
-        # absorbed triples stay walkable (the walk goes on through them) but are not shown again; rejected ones are
+        # absorbed triples are not expanded again (the walk goes on from the memory's entities); rejected ones are
         # masked for good
-        graph = method.expand(question.text, sub_questions, seeds, scorer, labels, ctx, round_=round_, skip=rejected)
+        graph = method.expand(question.text, sub_questions, seeds, scorer, labels, ctx, round_=round_, skip=rejected,
+                              absorbed=memory, starts=ends)
         if not cfg.memory:
-            return method.graph_answer(graph, ctx, source="w/o memory manager: read from the graph",
-                                       prior=method.answer_prior(question, labels, ctx))
+            return _fallback(method, graph, question, labels, ctx, source="w/o memory manager: read from the graph",
+                             cause="the memory manager is off (memory=false)")
         if llm.calls >= llm.budget:
             failure = f"call budget spent ({llm.calls} of rounds + 1 = {llm.budget}, re-asks included)"
             ctx.trace.add("fog.memory", round=round_, ok=False, skipped=True, failure=failure)
             details.rounds.append(MemoryRound(round=round_, ok=False, failure=failure))
             break
+        held = len(memory)
         try:
             outcome = _memory_round(llm, question, graph, memory, rejected, seeds, round_, cfg, ctx, details)
         except LLMError as exc:
@@ -129,14 +139,36 @@ def answer_with_llm(method: FoG, question: Question, seeds: list[str], scorer: A
             details.rounds.append(MemoryRound(round=round_, ok=False, failure=f"{type(exc).__name__}: {exc}"))
             break
         if isinstance(outcome, Prediction):
-            return outcome
+            return outcome.model_copy(update={"stats": {**outcome.stats, "graph_fallback": 0.0}})
+        for entity, depth in _depths(graph, memory[held:]).items():
+            ends[entity] = min(depth, ends.get(entity, depth))
         sub_questions = outcome or sub_questions
     note_stop("fog.rounds", "budget_limit")
     graph = method.expand(question.text, [question.text], seeds, scorer, labels, ctx, round_=cfg.rounds + 1,
                           skip=set())
-    return method.graph_answer(graph, ctx, source="graph reading after the memory rounds",
-                               prior=method.answer_prior(question, labels, ctx),
-                               fallback=f"no answer from the memory manager in {cfg.rounds} rounds ({llm.calls} calls)")
+    return _fallback(method, graph, question, labels, ctx, source="graph reading after the memory rounds",
+                     cause=f"no answer from the memory manager in {cfg.rounds} rounds ({llm.calls} calls)")
+
+
+def _fallback(method: FoG, graph: ExpandedGraph, question: Question, labels: Any, ctx: MethodContext, *,
+              source: str, cause: str) -> Prediction:
+    """Graph mode's reading answers in LLM mode: counted (``stats["graph_fallback"]``) and traced (``fog.fallback``)."""
+    ctx.trace.add("fog.fallback", reader="graph reading (kgqa.methods.fog.reading)", cause=cause)
+    prediction = method.graph_answer(graph, ctx, source=source, prior=method.answer_prior(question, labels, ctx),
+                                     fallback=cause)
+    return prediction.model_copy(update={"stats": {**prediction.stats, "graph_fallback": 1.0}})
+
+
+def _depths(graph: ExpandedGraph, triples: list[Triple]) -> dict[str, int]:
+    """The entities of ``triples`` at the least depth ``graph`` reached each (both ends of every edge holding one)."""
+    wanted = set(triples)
+    depths: dict[str, int] = {}
+    for e, triple in enumerate(graph.triples):
+        if triple in wanted:
+            for node in (graph.near[e], graph.far[e]):
+                entity, depth = graph.node_entity[node], graph.node_depth[node]
+                depths[entity] = min(depth, depths.get(entity, depth))
+    return depths
 
 
 def _decompose(llm: BudgetedModel, question: Question, cfg: FoGConfig, ctx: MethodContext) -> list[str]:
@@ -159,8 +191,8 @@ def _decompose(llm: BudgetedModel, question: Question, cfg: FoGConfig, ctx: Meth
 def _memory_round(llm: BudgetedModel, question: Question, graph: ExpandedGraph, memory: list[Triple],
                   rejected: set[Triple], seeds: list[str], round_: int, cfg: FoGConfig, ctx: MethodContext,
                   details: FoGDetails) -> Prediction | list[str]:
-    """One memory-manager call over the round's potential subgraph: the answer when it gives one the memory
-    supports, else the next sub-questions (``memory`` and ``rejected`` are updated in place)."""
+    """One memory-manager call over the round's potential subgraph: the answer when it names an entity of a triple it
+    was shown (not the topic), else the next sub-questions (``memory`` and ``rejected`` are updated in place)."""
     shown = _potential(graph, cfg.tau_p, cfg.max_potential, exclude=set(memory))
     note_entities("fog.potential", graph.node_entity, _entities(memory + shown))
     display = _display(ctx.kg, memory + shown)
@@ -180,21 +212,31 @@ def _memory_round(llm: BudgetedModel, question: Question, graph: ExpandedGraph, 
     selected, invented = _selected(value.selected_triplets, shown, memory, display)
     note_entities("fog.memory", _entities(memory + shown), _entities(memory + selected))
     memory.extend(t for t in selected if t in shown)
-    rejected.update(t for t in shown if t not in selected)
-    names = ctx.kg.names(list({x for t in memory for x in (t[0], t[2])}))
-    entity_by_name: dict[str, str] = {}
+    # an answer is resolved against the memory first, then against the shown triples it did not select: an entity of
+    # a triple the model was shown is grounded, and that triple joins the memory as the answer's evidence
+    names = ctx.kg.names(list({x for t in memory + shown for x in (t[0], t[2])}))
+    # names are matched as kgqa matches labels (case, accents and punctuation folded): "Quebec" names Québec
+    entity_by_name: dict[str, tuple[str, Triple | None]] = {}
     for t in memory:
         for node in (t[0], t[2]):
-            entity_by_name.setdefault(_norm(names.get(node) or node), node)
+            entity_by_name.setdefault(normalize_label(names.get(node) or node), (node, None))
+    for t in shown:
+        for node in (t[0], t[2]):
+            entity_by_name.setdefault(normalize_label(names.get(node) or node), (node, t))
     raw_answers = [value.predict_answer] if isinstance(value.predict_answer, str) else value.predict_answer
-    answers = [entity_by_name[_norm(a)] for a in raw_answers if a.strip() and _norm(a) in entity_by_name]
-    answers = [a for a in dict.fromkeys(answers) if a not in seeds]
-    invalid = [a for a in raw_answers if a.strip() and _norm(a) not in entity_by_name]
+    keys = {a: normalize_label(a) for a in raw_answers}
+    resolved = [entity_by_name[keys[a]] for a in raw_answers if keys[a] and keys[a] in entity_by_name]
+    resolved = [(a, t) for a, t in resolved if a not in seeds]
+    answers = list(dict.fromkeys(a for a, _ in resolved))
+    unselected = list(dict.fromkeys(t for _, t in resolved if t is not None and t not in memory))
+    memory.extend(unselected)
+    rejected.update(t for t in shown if t not in memory)
+    invalid = [a for a in raw_answers if keys[a] and keys[a] not in entity_by_name]
     next_questions, _ = _usable_questions(value.subsequent_question, 3)
     shown_names = [names.get(a) or a for a in answers]
     ctx.trace.add("fog.memory", round=round_, ok=True, shown=len(shown), selected=len(selected), invented=invented,
                   memory=len(memory), rejected=len(rejected), answers=shown_names, invalid_answers=invalid,
-                  next=next_questions)
+                  answer_triples_unselected=len(unselected), next=next_questions)
     details.rounds.append(MemoryRound(round=round_, shown=len(shown), selected=len(selected), invented=invented,
                                       answers=shown_names, next=next_questions))
     if not answers:

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the fidelity table below keeps one row a line (docs/methods.md copies it)
 """FoG (Foresight-over-Graph), after the paper in ../shared/papers (NeurIPS 2026; arXiv 2610.08388).
 
 Graph side (Sec. 3.1-3.2, :mod:`kgqa.steps.foresight`): a trained foresight triple scorer over a frozen text encoder
@@ -7,50 +8,47 @@ the potential subgraph keeps s_t > tau_p = 0.7. The scorer is trained by ``kgqa 
 (:mod:`kgqa.methods.fog.trainer`, :mod:`kgqa.methods.fog.training`).
 
 LLM side (Sec. 3.1, 3.3; ``mode=llm``, :mod:`kgqa.methods.fog.memory`): a decomposition call, then per round one
-memory-manager call over the memory and the potential subgraph; at most ``rounds`` + 1 calls.
+memory-manager call over the memory and the potential subgraph; at most ``rounds`` + 1 calls. The answer is the
+model's; graph mode's reading answers only when no round gives one, counted (``stats["graph_fallback"]``, the
+``fog.fallback`` trace event).
 
 Graph mode (``mode=graph``, the default with an offline local model or no model) is kgqa's, not the paper's FoG: no LLM
 at all; the question is the only sub-question and the answers are read from the re-scored subgraph
 (:mod:`kgqa.methods.fog.reading`): the best walk from a topic whose end nothing relevant leads on from gives the answer
 pattern, and every entity that pattern reaches with a comparable score is an answer, ranked by support, then the KG's
 statement counts, then score. Grounding ``structured``; the evidence is the answers' best paths. Reported as its own
-method in figures (docs/fog.md).
+method in figures (docs/fog.md). Answer types (``answer_types``, ``kgqa train answer-types``) and the typed retry are
+graph mode's, kgqa's additions. A self-loop at a topic entity (MetaQA merges a film and its subject) is walked both
+ways like any triple.
 
 Ablations (the paper's Tables 2-3) are settings: ``propagation=none`` (w/o FFP), ``memory=false`` (w/o MSM),
 ``foresight_expansion=false`` (w/o FSE), ``propagation=undirected`` (FFP replaced by an undirected GNN).
 
-Where kgqa differs from the paper, and why (docs/fog.md has the table with the measurements):
+Fidelity (paper vs kgqa):
 
-* Encoder: all-MiniLM-L6-v2 (384-d) by default, not Qwen3-Embedding-4B, which no machine here can run; the scorer
-  records its encoder, so the method always reads with the one it was trained with.
-* The scorer sees each triple's BFS layer and walk direction (biases on the relation token): MetaQA's chains reuse one
-  relation at two depths in opposite directions, which a position-free scorer cannot separate before propagation.
-* Orientation ``layered`` (default) unrolls the BFS so an entity reached at two depths is two nodes (``shortest`` is
-  the paper's): it keeps 3-hop walks whose answers lie nearer the topic.
-* Hub caps (``seed_fanout``, ``fanout``, ``node_fanout``, ``max_frontier``; the paper names none), each cut counted.
-* Training in two phases (scorer, then propagation) with a learning rate measured for the 384-d encoder.
-* tau_e 0.02, not 0.1: the scorer gives ambiguous intermediate edges low scores before propagation, and 0.1 cut them
-  before the far signal could lift them. ``seed_floor``: when nothing at the topics passes tau_e, the best-scored
-  relation there is kept (an empty first layer can have no answer).
-* The decomposition replies an object ``{"sub_questions": [...]}``; the question itself always stays a sub-question;
-  short, repeated or example-echoing sub-questions are dropped; a reply cut off by its budget is read as far as it got.
-* The memory manager sees at most ``max_potential`` best-scored triples (the best expanded ones when none passes
-  tau_p) and selects them by number (``selection=index``; ``copy`` is the paper's); an invented triple or answer is
-  dropped and counted. When no round answers, graph mode's reading of a fresh expansion answers (the paper does not
-  say what happens).
-* Graph mode's reading is ours (settings ``answer_from``, ``path_score``, ``simple_paths``, ``continuation``,
-  ``rank_by_support``, ``rank_by_records``; chosen on MetaQA dev).
-* Answer types (``answer_types``, ``kgqa train answer-types``; off without one) weigh each answer pattern by the
-  question's P(type of its end), of its start and of each junction, and the typed retry re-expands when the pattern
-  ends on an unlikely type: kgqa's additions to graph mode.
-* A self-loop at a topic entity (MetaQA merges a film and its subject) is walked both ways like any triple.
-* An LLM answer is grounding ``synthesis`` (the KG gave the triples, the model picked the answer among them).
+| mechanism | paper | kgqa | departs |
+|---|---|---|---|
+| decomposition | one LLM call; standalone sub-questions as a JSON list | one call; an object `{"sub_questions": [...]}`; the question itself always kept, short, repeated or example-echoing ones dropped | yes: JSON modes of real servers require an object; small models echo the examples |
+| encoder | Qwen3-Embedding-4B, frozen | all-MiniLM-L6-v2 (384-d), frozen; the scorer records its encoder | yes: no machine here can run a 4B encoder |
+| triple scorer | a triple is 3 tokens; L_t blocks, cross-attention to the sub-questions | same, plus the BFS layer and walk direction on the relation token and 5 cosine match features | yes: MetaQA's chains reuse one relation at two depths in opposite directions |
+| expansion | layered BFS, L = 3, keeps s_t > tau_e = 0.1 | L = 3, tau_e 0.02, `seed_floor`; hub caps (`seed_fanout`, `fanout`, `node_fanout`, `max_frontier`), each cut counted | yes: 0.1 cut ambiguous intermediate edges before propagation could lift them (MetaQA dev); bounded work at hubs |
+| orientation | shortest distance from the topics | `layered`: the BFS unrolled, an entity at two depths is two nodes (`orientation=shortest` is the paper's) | yes: keeps walks whose answers lie nearer the topic (F1 99.6 against 98.2, docs/fog.md) |
+| feedback propagation | far to near, L_m layers; every edge re-scored | same, L_m = 2 | no |
+| potential subgraph | s_t > tau_p = 0.7 | same, at most `max_potential` (30) best-scored; the best expanded triples when none passes | yes: short prompts for small models; an empty list gives the model nothing to select |
+| memory selection | the LLM copies each triple it keeps | candidates numbered, selected by number (`selection=index`; `copy` is the paper's) | yes: a few tokens per triple and no misquoted triples |
+| rounds | R rounds, about R + 1 calls | R = `rounds` (2), at most R + 1 calls enforced, re-asks included | no |
+| memory updates | absorbed triples excluded from later expansions; rejected ones masked for good | same: absorbed triples are not scored or walked again and the walk goes on from the memory's entities at their depths; shown but unselected triples masked (`absorbed_triples`, `masked_triples` in `fog.expand`) | no |
+| the answer | the memory manager's, copied from the selected triples | the model's: an entity of a triple it was shown (memory, selected, or shown but not selected, which then joins the memory); never the topic; grounding `synthesis` | yes: an answer named from a shown triple the model forgot to select is still grounded in the KG |
+| no answer after the rounds | not said | graph mode's reading of a fresh expansion guided by the question alone, grounding `structured`, counted (`stats.graph_fallback` in summary.json, `fog.fallback` in the trace) | yes: the paper does not say |
+| training | triple-level, kappa = 10 negatives, AdamW lr 1e-5, 5 epochs, one loss | kappa = 10; two phases (scorer, then propagation on its expansions), lr 1e-3; trained on MetaQA dev or a Freebase sample | yes: at 5 epochs the 384-d encoder reached far lower validation loss at 1e-3; MetaQA ships no train split (docs/fog.md) |
+| graph mode | none: the LLM always answers | `mode=graph`: no LLM, kgqa's reading of the re-scored subgraph | yes: kgqa's addition, reported as its own method |
+| prompts | templates of Figs. 7-8 (decomposition, memory management) | kgqa's own wording, 3-4 worked examples each, replies without a reasoning field as the paper's | no |
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -206,16 +204,18 @@ class FoG(KGQAMethod):
     def expand(self, question: str, sub_questions: list[str], seeds: list[str], scorer: Any, labels: Any,
                 ctx: MethodContext, *, round_: int, skip: set[Triple],
                 typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None,
-                floor_every_layer: bool = False) -> ExpandedGraph:
+                floor_every_layer: bool = False, absorbed: Collection[Triple] = (),
+                starts: Mapping[str, int] | None = None) -> ExpandedGraph:
         """The question's foresight expansion (guided by ``sub_questions``), propagated unless ``propagation=none``;
-        the trace and the details record its numbers."""
+        ``skip`` (masked) and ``absorbed`` (in memory) triples are not expanded, the walk goes on from ``starts`` (the
+        memory's entities, at their depths); the trace and the details record its numbers."""
         cfg = self.config
         started = time.perf_counter()
         texts = list(dict.fromkeys([question, *sub_questions]))
         vectors = scorer.questions(labels, texts)
         graph = self.reading.expand(ctx.kg, seeds, scorer.scorer_for(labels, vectors), skip=skip,
                                     filter_scores=cfg.foresight_expansion, typed_ends=typed_ends, tau_e=tau_e,
-                                    floor_every_layer=floor_every_layer)
+                                    floor_every_layer=floor_every_layer, absorbed=absorbed, starts=starts)
         expanded = time.perf_counter() - started
         if cfg.propagation != "none":
             scorer.propagate(graph, undirected=cfg.propagation == "undirected")

@@ -3,7 +3,7 @@ ranking's settings in one place, so FoG's config, the trainer's validation and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,13 +45,15 @@ class GraphReading:
     def expand(self, kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
                skip: Collection[Triple] = (), filter_scores: bool = True,
                typed_ends: Collection[tuple[str, bool]] = (), tau_e: float | None = None,
-               floor_every_layer: bool = False) -> ExpandedGraph:
+               floor_every_layer: bool = False, absorbed: Collection[Triple] = (),
+               starts: Mapping[str, int] | None = None) -> ExpandedGraph:
         """:func:`expand` with this reading's hop budget, tau_e (unless ``tau_e`` is given), orientation, caps and
-        seed floor."""
+        seed floor; ``skip`` (masked), ``absorbed`` (in memory) and ``starts`` (memory ends) as :func:`expand` takes
+        them."""
         return expand(kg, seeds, score_batch, hops=self.hops, tau_e=self.tau_e if tau_e is None else tau_e,
                       orientation=self.orientation,
                       caps=self.caps, skip=skip, filter_scores=filter_scores, seed_floor=self.seed_floor,
-                      typed_ends=typed_ends, floor_every_layer=floor_every_layer)
+                      typed_ends=typed_ends, floor_every_layer=floor_every_layer, absorbed=absorbed, starts=starts)
 
     def rank(self, graph: ExpandedGraph, answerable: Callable[[list[str]], set[str]] | None = None,
              pattern_prior: PatternPrior | None = None,

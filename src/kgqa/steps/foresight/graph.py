@@ -21,7 +21,7 @@ and node left out, so a run reports what the caps cost.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -106,10 +106,13 @@ class ExpandedGraph:
 def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *, hops: int = 3, tau_e: float = 0.1,
            orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
            filter_scores: bool = True, seed_floor: bool = False, typed_ends: Collection[tuple[str, bool]] = (),
-           typed_limit: int = 2000, floor_every_layer: bool = False) -> ExpandedGraph:
+           typed_limit: int = 2000, floor_every_layer: bool = False, absorbed: Collection[Triple] = (),
+           starts: Mapping[str, int] | None = None) -> ExpandedGraph:
     """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
-    (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (absorbed into memory
-    or rejected by the memory manager) are never expanded.
+    (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (rejected by the
+    memory manager; ``cut["masked_triples"]``) and in ``absorbed`` (already in its memory; ``cut["absorbed_triples"]``)
+    are never scored or expanded again. ``starts`` (entity -> depth): entities that join the frontier at that depth as
+    if reached there, so the walk goes on from where the absorbed triples end without walking them again.
 
     ``seed_floor``: when no triple at the seeds passes tau_e, the best-scored (relation, direction) group there is kept
     anyway (``cut["seed_floor"]`` counts its triples). The answer is reachable from a topic, so an empty first layer is
@@ -134,16 +137,28 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     frontier = [graph.node(s, 0) for s in graph.seeds]
     frontier_score = dict.fromkeys(frontier, 1.0)
     skip_set = set(skip)
+    absorbed_set = set(absorbed) - skip_set
+    starts = {e: at for e, at in (starts or {}).items() if e not in seed_set and 0 <= at < hops}
+    last_start = max(starts.values(), default=-1)
     for depth in range(1, hops + 1):
+        for entity, at in starts.items():
+            if at == depth - 1:
+                node = graph.node(entity, at)
+                if node not in frontier_score:
+                    frontier.append(node)
+                    frontier_score[node] = 1.0
         if not frontier:
-            break
+            if depth > last_start:  # nothing left to walk on from
+                break
+            continue
         if len(frontier) > caps.max_frontier:
             ranked = sorted(frontier, key=lambda n: -frontier_score.get(n, 0.0))
             graph.count("frontier_nodes", len(frontier) - caps.max_frontier)
             frontier = ranked[:caps.max_frontier]
-        candidates = _incident(kg, graph, frontier, depth, caps, skip_set, seed_set)
+        candidates = _incident(kg, graph, frontier, depth, caps, skip_set, seed_set, absorbed_set)
         if not candidates:
-            break
+            frontier, frontier_score = [], {}
+            continue
         triples = [c[0] for c in candidates]
         layers = np.full(len(candidates), depth, dtype=np.int64)
         backward = np.fromiter((c[2] for c in candidates), dtype=bool, count=len(candidates))
@@ -202,8 +217,10 @@ def _typed_floor(triples: list[Triple], backward: np.ndarray, scores: np.ndarray
 
 
 def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], depth: int, caps: Caps,
-              skip: set[Triple], seeds: set[str]) -> list[tuple[Triple, int, bool]]:
-    """Every (triple, near node, backward) incident to the frontier, hubs cut, seeds and skipped triples left out."""
+              skip: set[Triple], seeds: set[str], absorbed: set[Triple] | frozenset[Triple] = frozenset()
+              ) -> list[tuple[Triple, int, bool]]:
+    """Every (triple, near node, backward) incident to the frontier, hubs cut, seeds, skipped and absorbed triples left
+    out."""
     by_pair: dict[tuple[str, Direction], list[int]] = {}
     for node in frontier:
         entity = graph.node_entity[node]
@@ -235,6 +252,9 @@ def _incident(kg: KnowledgeGraph, graph: ExpandedGraph, frontier: list[int], dep
                 triple = (other, relation, entity) if back else (entity, relation, other)
                 if triple in skip:
                     graph.count("masked_triples")
+                    continue
+                if triple in absorbed:
+                    graph.count("absorbed_triples")
                     continue
                 out.append((triple, node, back))
     return out
