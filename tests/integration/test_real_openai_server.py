@@ -102,7 +102,9 @@ def test_kgqa_eval_30_questions_4_workers(llama_server: LlamaServer, clean_env: 
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 30 and len({r["id"] for r in rows}) == 30
-    assert [r["id"] for r in rows if r.get("error")] == []
+    # the 135M model may still write a reply that stays unreadable after its re-ask: that row is marked (issue 52) and
+    # retried by --retry-errors; anything else is a failure of the pipeline
+    assert [r["id"] for r in rows if r.get("error") and not r["error"].startswith("UnreadableReply")] == []
     assert all(r["grounding"] in {"structured", "synthesis", "parametric"} for r in rows)
     assert sum(r["llm_calls"] for r in rows) >= 30 and sum(r["retries"] for r in rows) == 0
     statuses = llama_server.statuses()[before:]
