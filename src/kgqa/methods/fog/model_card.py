@@ -17,6 +17,25 @@ def _synonym_line(settings: dict[str, Any]) -> str:
             "(WordNet synonyms in a copy of each question)")
 
 
+def _data_line(training: dict[str, Any]) -> str:
+    """What the scorer trained on: the datasets' questions with gold chains, the synthetic ones, or both."""
+    data, synthetic = training["data"], training.get("synthetic")
+    parts = []
+    if training["datasets"]:
+        labelled = data["questions"] - (synthetic or {}).get("questions", 0)
+        parts.append(f"{', '.join(training['datasets'])} ({training['split']} split): {labelled} labelled questions with "
+                     f"gold chains; skipped {data['skipped']}")
+    if synthetic:
+        paraphrase = "not paraphrased"
+        if synthetic.get("paraphrase_llm"):
+            paraphrase = (f"paraphrased by `{synthetic['paraphrase_llm']}`: {synthetic['paraphrased']} reworded, kept as "
+                          f"generated {synthetic['paraphrase_failed']}")
+        parts.append(f"{synthetic['questions']} synthetic questions generated from the KG (of {synthetic['requested']} "
+                     f"asked; no labelled question; hops {synthetic['per_hops']}; {synthetic['keys_covered']} of "
+                     f"{synthetic['relation_keys']} relation keys covered; {paraphrase})")
+    return "; ".join(parts) + f" ({data['questions']} questions in all: {data['per_dataset']})"
+
+
 def plot_history(history: list[dict[str, Any]], path: Path) -> bool:
     """Loss curves of both phases into ``path``; False when matplotlib is not installed."""
     try:
@@ -62,8 +81,7 @@ def scorer_card(training: dict[str, Any], history: list[dict[str, Any]], summary
 - Command: `{training['command']}`
 - kgqa commit: {training['kgqa_commit']}
 - KG: `{training['kg']}`; encoder (frozen): `{training['encoder']}`
-- Data: {', '.join(training['datasets'])} ({training['split']} split): {training['data']['questions']} questions with gold
-  chains ({training['data']['per_dataset']}); skipped {training['data']['skipped']}
+- Data: {_data_line(training)}
 - Held out for validation and early stopping: {summary.get('validation_questions')} questions
   (by {s.get('validation_by', 'question')}{held_note})
 - Word dropout: {s.get('word_dropout', 0.0)} (share of words deleted or masked in each question's augmented copy)

@@ -6,7 +6,8 @@ are the command's options.
 writes MODELDIR/weights.pt, scorer.json (network shape, encoder, settings, history), config.json (the training
 configuration), history.json, loss.png, MODEL_CARD.md and scorer-phase.pt (where the scorer phase ended: ``kgqa train
 fog --reuse-scorer-phase MODELDIR --out NEWDIR [propagation options]`` trains the propagation phase again alone). Use
-it with ``--method-config scorer=MODELDIR``.
+it with ``--method-config scorer=MODELDIR``. ``kgqa train fog --synthetic --kg KG --out MODELDIR [--questions N]``
+trains on questions generated from the KG itself instead of (or beside) a dataset's (:mod:`kgqa.datasets.synthetic`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,17 @@ _DATA_DIR_HELP = "Benchmark data directory (default: KGQA_DATA_DIR or the config
 class ScorerSettings(TrainerSettings):
     """``kgqa train fog``: the foresight scorer's training (the defaults are kgqa's recipe; docs/fog.md)."""
 
-    dataset: list[str] = setting([], metavar="NAME", help="Training dataset (repeatable; required unless "
-                                 "--reuse-scorer-phase gives them).")
+    dataset: list[str] = setting([], metavar="NAME", help="Training dataset (repeatable; required unless --synthetic, "
+                                 "or --reuse-scorer-phase gives them).")
+    synthetic: bool = setting(False, help="Train on questions generated from the KG itself (relation paths of 1-3 hops "
+                              "sampled from it, worded from its relation labels; no labelled question), beside any "
+                              "--dataset (kgqa.datasets.synthetic; docs/fog.md).")
+    questions: int = setting(5000, ge=1, help="With --synthetic: how many questions to generate.")
+    synthetic_hops: str = setting("1:1,2:1,3:1", metavar="MIX", help="With --synthetic: the mix of entity hops, as "
+                                  "hops:weight pairs (a CVT hop counts one).")
+    paraphrase_llm: str | None = setting(None, metavar="SPEC", help="With --synthetic: reword every generated question "
+                                         "by this model (one call each; a reply that fails the checks keeps the "
+                                         "question as generated, counted).")
     split: str = setting("dev", help="Split to train on (MetaQA's train split is not in the data directory: dev is "
                                      "the protocol here).")
     kg: str | None = setting(None, help="The KG (an embedded directory, a SPARQL URL, demo); default: the configured "
@@ -107,7 +117,7 @@ class ScorerSettings(TrainerSettings):
 SCORER_PHASE_SETTINGS = ("dataset", "split", "encoder", "lr", "epochs", "batch_size", "kappa", "stop_negatives",
                          "hidden", "limit", "validation_share", "validation_by", "validation_fold", "word_dropout",
                          "composed_wordings", "template_wordings", "synonyms", "synonym_share", "question_weight",
-                         "seed")
+                         "seed", "synthetic", "questions", "synthetic_hops", "paraphrase_llm")
 
 
 class ScorerTrainer(Trainer):
@@ -118,8 +128,15 @@ class ScorerTrainer(Trainer):
     Settings = ScorerSettings
 
     def check(self, settings: ScorerSettings) -> None:
-        if settings.reuse_scorer_phase is None and not settings.dataset:
-            raise ConfigError("give --dataset (repeatable), or --reuse-scorer-phase MODELDIR to train on its datasets")
+        if settings.reuse_scorer_phase is None and not settings.dataset and not settings.synthetic:
+            raise ConfigError("give --dataset (repeatable), --synthetic (questions made from the KG), or "
+                              "--reuse-scorer-phase MODELDIR to train on its datasets")
+        if settings.paraphrase_llm is not None and not settings.synthetic:
+            raise ConfigError("--paraphrase-llm rewords the generated questions: it needs --synthetic")
+        if settings.synthetic:
+            from kgqa.datasets.synthetic import parse_hop_mix
+
+            parse_hop_mix(settings.synthetic_hops)
         if settings.hidden % 4:
             raise ConfigError(f"--hidden must be a multiple of 4 (the network's attention heads), got {settings.hidden}")
         if settings.validation_fold is not None:
@@ -146,9 +163,9 @@ class ScorerTrainer(Trainer):
         spec = kg_spec(settings.kg)
         scorer_phase = ScorerPhase.load(settings.reuse_scorer_phase) if reused else None
         started = time.perf_counter()
-        result, data, training_settings, net, validation = _train(settings, spec, scorer_phase, session)
+        result, data, training_settings, net, validation, synthetic = _train(settings, spec, scorer_phase, session)
         training = {"command": session.command, "datasets": list(settings.dataset), "split": settings.split,
-                    "limit": settings.limit, "kg": spec, "encoder": settings.encoder,
+                    "limit": settings.limit, "kg": spec, "encoder": settings.encoder, "synthetic": synthetic,
                     "settings": training_settings.to_dict(), "net": net.to_dict(), "data": data.describe(),
                     "kgqa_commit": source_commit(), "seconds": round(time.perf_counter() - started, 1),
                     "scorer_phase_from": reused and {"model": reused["model"], "command": reused["command"],
@@ -170,9 +187,10 @@ class ScorerTrainer(Trainer):
 
 
 def _train(settings: ScorerSettings, spec: str, scorer_phase: Any, session: TrainingSession) -> tuple[Any, ...]:
-    """Read the training questions, train on the KG ``spec`` and validate: (result, data, settings, net, validation)."""
+    """Read (or generate) the training questions, train on the KG ``spec`` and validate: (result, data, settings, net,
+    validation, what the synthetic questions were or None)."""
     from kgqa.artifacts import ArtifactStore
-    from kgqa.datasets.gold_chains import training_questions
+    from kgqa.datasets.gold_chains import TrainingSet, training_questions
     from kgqa.kg import open_kg
     from kgqa.methods.fog.training import TrainSettings, train_scorer, validate_answers
     from kgqa.steps.foresight.model import NetSpec
@@ -180,11 +198,17 @@ def _train(settings: ScorerSettings, spec: str, scorer_phase: Any, session: Trai
     from kgqa.text import load_embedder
 
     say = session.say
-    data = training_questions(list(settings.dataset), settings.split, limit=settings.limit,
-                              data_dir=None if settings.data_dir is None else str(settings.data_dir), seed=settings.seed)
-    say(f"{len(data.questions)} questions with gold chains ({data.per_dataset}; skipped {dict(data.skipped)})")
+    data = TrainingSet()
+    if settings.dataset:
+        data = training_questions(list(settings.dataset), settings.split, limit=settings.limit,
+                                  data_dir=None if settings.data_dir is None else str(settings.data_dir),
+                                  seed=settings.seed)
+        say(f"{len(data.questions)} questions with gold chains ({data.per_dataset}; skipped {dict(data.skipped)})")
     kg = open_kg(spec)
+    synthetic = None
     try:
+        if settings.synthetic:
+            synthetic = _synthetic_questions(settings, kg, data, say)
         embedder = load_embedder(settings.encoder)
         table = None
         if hasattr(kg, "iter_names"):
@@ -200,7 +224,30 @@ def _train(settings: ScorerSettings, spec: str, scorer_phase: Any, session: Trai
             f"Hits@1 {validation['hits1']:.1f}, F1 {validation['f1']:.1f}")
     finally:
         kg.close()
-    return result, data, training_settings, net, validation
+    return result, data, training_settings, net, validation, synthetic
+
+
+def _synthetic_questions(settings: ScorerSettings, kg: Any, data: Any, say: Any) -> dict[str, Any]:
+    """Generate the --synthetic questions from ``kg`` into ``data``; what was asked for and made (config.json)."""
+    from kgqa.datasets.synthetic import SyntheticSettings, parse_hop_mix, synthetic_questions
+
+    llm = None
+    if settings.paraphrase_llm is not None:
+        from kgqa import llm as llms
+
+        llm = llms.load(settings.paraphrase_llm)
+    made = synthetic_questions(kg, SyntheticSettings(questions=settings.questions, seed=settings.seed,
+                                                     hop_mix=parse_hop_mix(settings.synthetic_hops)), progress=say)
+    if llm is not None:
+        from kgqa.steps.paraphrase import answer_names_from, paraphrase_all
+
+        paraphrase_all(llm, made, progress=say, answer_names=answer_names_from(kg))
+    if not made.questions:
+        raise ConfigError(f"--synthetic: no question could be made from {kg_spec(settings.kg)} (see the reasons above)")
+    data.questions.extend(made.questions)
+    data.per_dataset["synthetic"] = len(made.questions)
+    return {"requested": settings.questions, "hops": settings.synthetic_hops, "paraphrase_llm": settings.paraphrase_llm,
+            "seed": settings.seed, **made.describe()}
 
 
 #: The command's settings that are the training loop's own (kgqa.methods.fog.training.TrainSettings), by name.
@@ -219,6 +266,12 @@ def _reused_scorer_phase(source: Path, settings: ScorerSettings, given: frozense
         values: dict[str, Any] = {"dataset": list(recorded["datasets"]), "split": recorded["split"],
                                   "encoder": recorded["encoder"], "hidden": recorded["net"]["hidden"],
                                   "limit": recorded["limit"]}
+        synthetic = recorded.get("synthetic") or {}
+        fields = ScorerSettings.model_fields
+        values |= {"synthetic": bool(synthetic),
+                   "questions": synthetic.get("requested", fields["questions"].default),
+                   "synthetic_hops": synthetic.get("hops", fields["synthetic_hops"].default),
+                   "paraphrase_llm": synthetic.get("paraphrase_llm")}
         from kgqa.methods.fog.training import TrainSettings
 
         defaults = TrainSettings().to_dict()  # settings added after the model was written: their defaults
