@@ -72,6 +72,11 @@ def test_settings_given_as_text_keep_the_type_the_method_declares() -> None:
     assert parse_method_config(["label=2024"]) == {"label": 2024}  # without a method: converted by its spelling
 
 
+def test_a_setting_given_twice_is_refused_by_every_caller_not_only_the_cli() -> None:
+    with pytest.raises(ConfigError, match=r"method config top_k is given twice \(top_k=3 and 'top_k=5'\)"):
+        parse_method_config(["top_k=3", "pruner=embedding", "top_k=5"])
+
+
 def test_llm_backends_and_embedders_name_a_broken_plugin() -> None:
     from kgqa.llm import LLM_BACKENDS, load
     from kgqa.text.embedders import EMBEDDERS, load_embedder

@@ -197,6 +197,7 @@ def parse_method_config(items: Iterable[str], *, method: str | None = None) -> d
 
     With ``method``, a setting whose declared type is text keeps the text as written (``label=2024`` stays
     ``"2024"``; ``none`` is still None where the setting may be None): the method's config decides, not the spelling.
+    A key given twice is a :class:`ConfigError`.
     """
     model = config_model(METHODS.get(method)) if method is not None else None
     out: dict[str, Any] = {}
@@ -205,6 +206,9 @@ def parse_method_config(items: Iterable[str], *, method: str | None = None) -> d
         key = key.strip()
         if not sep or not key or not key.isidentifier():
             raise ConfigError(f"method config {item!r} is not key=value (e.g. --method-config pruner=embedding)")
+        if key in out:  # the last would silently win (issue 52: the CLI, the Python API and scripts alike)
+            raise ConfigError(f"method config {key} is given twice ({key}={out[key]!r} and {item!r}); give each "
+                              "setting once")
         value = _coerce(raw.strip())
         field = model.model_fields.get(key) if model is not None else None
         if field is not None and _wants_text(field.annotation) and not (value is None and _allows_none(field.annotation)):

@@ -175,6 +175,11 @@ class AskService:
         self.executor = ThreadPoolExecutor(max_workers=settings.max_asks, thread_name_prefix="kgqa-ask")
         self.traces = TraceStore(settings.keep_traces)
         self.asked = 0
+        from kgqa.deadline import question_timeout
+
+        # one deadline per question, shared by its linking, KG queries and model calls (kgqa.deadline): the config's
+        # question_timeout, else the ask timeout, so an ask answered 504 does not go on working for long
+        self.question_timeout = question_timeout(None, default=settings.ask_timeout_s)
 
     # -- what is served ------------------------------------------------------------------------------------------
 
@@ -271,6 +276,13 @@ class AskService:
 
     def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any, emit: Emit | None = None,
                 artifacts: dict[str, str] | None = None) -> dict[str, Any]:
+        from kgqa.deadline import question_deadline
+
+        with question_deadline(self.question_timeout):  # from linking to the answer, as `kgqa ask`
+            return self._answer_within(trace_id, request, runner, needs, emit, artifacts)
+
+    def _answer_within(self, trace_id: str, request: AskRequest, runner: Any, needs: Any, emit: Emit | None,
+                       artifacts: dict[str, str] | None) -> dict[str, Any]:
         from kgqa.llm.accounting import Recorder
         from kgqa.methods.base import method_config_dump, method_explanation, solve
 
