@@ -20,6 +20,7 @@ from typing import Any
 from _run_readers import run_reader_main
 from kgqa.core import AnswerItem, GoldAnswer
 from kgqa.eval.metrics import match_answers
+from kgqa.eval.report import reported_method
 from kgqa.eval.rundir import CONFIG_FILE, RESULTS_FILE
 from kgqa.llm.structured import drop_placeholders
 from kgqa.provenance import short_commit
@@ -42,7 +43,7 @@ def rescore(run: Path) -> dict[str, Any]:
         totals["f1_recorded"] += before.f1
         totals["f1_rescored"] += after.f1
     n = max(len(rows), 1)
-    return {"run": str(run), "method": config.get("method"), "dataset": config.get("dataset"),
+    return {"run": str(run), "method": reported_method(config), "dataset": config.get("dataset"),
             "commit": config.get("kgqa_commit"), "n": len(rows), "questions_with_placeholder": with_placeholder,
             **{k: round(100 * v / n, 1) for k, v in totals.items()}}
 

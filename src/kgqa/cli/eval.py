@@ -143,8 +143,9 @@ def eval_group(ctx: click.Context, dataset: str | None, split: str, method: str 
     _say_unreadable(summary)
     looks = (summary.get("run") or {}).get("test_ledger")
     if looks:
-        click.echo(f"test split: evaluation {looks['evaluations']} of {summary.get('method')} on "
-                   f"{summary.get('dataset')}/test (`kgqa eval ledger` lists them; make choices on dev)")
+        counted = summary.get("method_name", summary.get("method"))  # the ledger counts per registered method
+        click.echo(f"test split: evaluation {looks['evaluations']} of {counted} on {summary.get('dataset')}/test "
+                   "(`kgqa eval ledger` lists them; make choices on dev)")
     if not no_report:
         click.echo(f"report: {run.out_dir / 'report.md'}")
     _fail_if_all_failed(run)

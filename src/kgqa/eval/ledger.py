@@ -7,6 +7,11 @@ selection), the kgqa commit, the headline scores, the questions scored and the r
 again (it looked again). The run's summary.json (``run.test_ledger``) and report.md say how many times this method has
 been evaluated on this dataset's test split, counting this one; ``kgqa eval ledger`` lists the ledger.
 
+``method`` is the registered name (config.json's ``method``), and the counts are per registered method: FoG's graph
+mode (reported as ``fog[graph]``, kept in the entry's ``label``) and its LLM mode share the trained scorer and every
+expansion setting, so a look at the test split with one informs the choices of the other, and ``--method fog`` finds
+both. The digest tells their configs apart.
+
 The ledger is a record, not a lock: nothing is refused because of it. It lives in the cache so that every run of the
 machine's user counts, whatever ``--out`` they chose; writes are appends of one line each, so concurrent runs do not
 lose each other's entries.
@@ -85,6 +90,7 @@ def record_test_run(run_config: Mapping[str, Any], summary: Mapping[str, Any], r
     file = Path(path) if path is not None else ledger_path()
     dataset, method = str(run_config.get("dataset")), str(run_config.get("method"))
     entry = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "dataset": dataset, "method": method,
+             "label": str(run_config.get("method_label") or method),
              "digest": config_digest(run_config), "commit": run_config.get("kgqa_commit"),
              "scores": {key: summary.get(key) for key in HEADLINE if summary.get(key) is not None},
              "questions": summary.get("n"), "run_dir": str(Path(run_dir).resolve())}
@@ -95,13 +101,14 @@ def record_test_run(run_config: Mapping[str, Any], summary: Mapping[str, Any], r
 
 
 def render_ledger(entries: Sequence[Mapping[str, Any]], *, markdown: bool = False) -> str:
-    """The ledger as a table (newest last) with a count per dataset and method."""
+    """The ledger as a table (newest last; each run under its label) with a count per dataset and registered
+    method."""
     from kgqa.eval.report import format_table
 
     if not entries:
         return "The test-split ledger is empty: no kgqa eval has run on a test split with this cache directory.\n"
-    rows = [[str(e.get("when", "")), str(e.get("dataset", "")), str(e.get("method", "")), str(e.get("digest", "")),
-             str(e.get("commit") or "?"), str(e.get("questions", "")),
+    rows = [[str(e.get("when", "")), str(e.get("dataset", "")), str(e.get("label") or e.get("method", "")),
+             str(e.get("digest", "")), str(e.get("commit") or "?"), str(e.get("questions", "")),
              " ".join(f"{k} {100 * float(v):.1f}" for k, v in (e.get("scores") or {}).items()),
              str(e.get("run_dir", ""))] for e in entries]
     counts = Counter((str(e.get("dataset")), str(e.get("method"))) for e in entries)

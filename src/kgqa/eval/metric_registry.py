@@ -94,7 +94,8 @@ SHOWN_BY_DEFAULT = frozenset({Place.REPORT, Place.COMPARE, Place.SERVICE})
 
 #: Keys of summary.json that are not metrics: a metric may not take one of them.
 RESERVED_NAMES = frozenset({"n", "errors", "grounding", "audits", "stats", "breakdowns", "run", "selected", "partial",
-                            "dataset", "split", "method", "method_config", "method_config_resolved", "llm", "kg", "seed"})
+                            "dataset", "split", "method", "method_name", "method_config", "method_config_resolved", "llm",
+                            "kg", "seed"})
 
 _creation_order = itertools.count()
 

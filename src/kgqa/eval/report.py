@@ -10,6 +10,10 @@ verdicts sections shown in the report, then a table per section (legacy, cost); 
 one-line :func:`headline` and the comparison's rows (by section, the verdicts after the breakdowns) follow the same
 registrations, so a registered metric shows up in each without an edit here.
 
+Every place names a run's method by summary.json's ``method``, the name its figures are reported under
+(:func:`reported_method`; FoG's graph mode is ``fog[graph]``); a summary written before that key held labels is read
+under its method's label.
+
 This module reads run directories through :mod:`kgqa.eval.rundir` and scores with :mod:`kgqa.eval.metrics`; it never
 imports the runner or the summary (they call it), so the eval modules form no import cycle.
 """
@@ -27,9 +31,11 @@ from kgqa.eval.losses import MEANINGS
 from kgqa.eval.metric_registry import METRICS, Format, Metric, Place, Section, shown_in
 from kgqa.eval.metrics import summarize
 from kgqa.eval.rundir import CONFIG_FILE, REPORT_FILE, RESULTS_FILE, SUMMARY_FILE, read_results
+from kgqa.methods.base import KGQAMethod, method_label
+from kgqa.methods.registry import METHODS
 
 __all__ = ["REPORT_FILE", "compare_runs", "format_table", "headline", "load_summary", "render_loss_table", "render_report",
-           "write_plots", "write_report"]
+           "reported_method", "write_plots", "write_report"]
 
 #: The rates of one audit check: (key in the check's summary, label suffix in the comparison), in the comparison's order.
 AUDIT_RATES: tuple[tuple[str, str], ...] = (
@@ -263,6 +269,8 @@ def render_report(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              ("salvaged replies", f"{summary.get('salvaged_replies_total') or 0:,} in "
                                   f"{summary.get('questions_with_salvaged') or 0:,} questions (cut off by their "
                                   "token budget, read as far as they got)"),
+             *([("registered method", f"{summary['method_name']} (its settings make it {summary.get('method')})")]
+               if summary.get("method_name") not in (None, summary.get("method")) else []),
              ("method config", json.dumps(run_config.get("method_config") or {})),
              ("LLM", str(run_config.get("llm"))), ("KG", str(run_config.get("kg"))),
              ("seed / shuffle", f"{run_config.get('seed')} / {run_config.get('shuffle')}"),
@@ -340,6 +348,28 @@ def write_report(run_dir: str | os.PathLike[str], summary: Mapping[str, Any], ro
 # Comparison
 
 
+def reported_method(record: Mapping[str, Any]) -> str:
+    """The name a run's figures are reported under (summary.json's ``method``), from its config.json or a summary.json
+    written before ``method_name`` was kept apart: its ``method_label`` (e.g. ``fog[graph]``); for a run written
+    before labels were recorded, the label its method gives (:meth:`~kgqa.methods.base.KGQAMethod.label`) for the
+    recorded resolved config and model; else the recorded method."""
+    label = record.get("method_label")
+    if isinstance(label, str) and label:
+        return label
+    name = str(record.get("method") or "?")
+    try:
+        factory = METHODS.get(name)
+        if not (isinstance(factory, type) and issubclass(factory, KGQAMethod)) or factory.label is KGQAMethod.label:
+            return name  # no label of its own: nothing to build
+        resolved = record.get("method_config_resolved")
+        # built without validation: a file the config named then (a scorer, a model) need not exist now
+        config = factory.Config.model_construct(**(resolved if isinstance(resolved, dict) else {}))
+        llm = record.get("llm")
+        return method_label(factory(config), str(llm) if llm else None, name)
+    except Exception:  # an unknown method (an imported run), a config this kgqa cannot read: the recorded name
+        return name
+
+
 def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """RUNDIR/summary.json, or (for a run that never wrote one) a summary computed from its results, marked partial."""
     path = Path(run_dir)
@@ -348,9 +378,13 @@ def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     summary_file = path / SUMMARY_FILE
     if summary_file.is_file():
         try:
-            return json.loads(summary_file.read_text(encoding="utf-8"))
+            summary = json.loads(summary_file.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"{summary_file} is not valid JSON ({exc})") from None
+        if isinstance(summary, dict) and summary.get("method") and "method_name" not in summary:
+            # written before summaries kept the registered name apart: report it under its method's label
+            summary["method_name"], summary["method"] = summary["method"], reported_method(summary)
+        return summary
     if not (path / RESULTS_FILE).is_file():
         raise ConfigError(f"{path} is not a kgqa eval run directory (no {SUMMARY_FILE} or {RESULTS_FILE})")
     summary = summarize(read_results(path))
@@ -361,6 +395,8 @@ def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
             run_config = {}
         for key in ("dataset", "split", "method", "llm", "kg"):
             summary.setdefault(key, run_config.get(key))
+        if run_config.get("method"):
+            summary["method_name"], summary["method"] = run_config["method"], reported_method(run_config)
     summary["partial"] = True
     return summary
 

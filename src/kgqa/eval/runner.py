@@ -9,8 +9,10 @@ from ``method_config`` (validated against the method's config model: an unknown 
 :class:`~kgqa.errors.ConfigError` naming it, raised before anything is loaded or written). What the run loads comes
 from the method's needs (:func:`kgqa.methods.base.method_needs`): the KG only if it needs one, the embedder only if it
 needs one, the LLM only if it needs one. config.json records ``method_config``, the settings the caller gave, and
-``method_config_resolved``, the method's resolved config whole (defaults included). The runner attaches each question's trace and
-usage to the prediction itself (:func:`kgqa.methods.base.attach_run_facts`); a method returns only what it decided.
+``method_config_resolved``, the method's resolved config whole (defaults included), and ``method_label``, the name its
+figures are reported under (:func:`kgqa.methods.base.method_label`: FoG's graph mode is ``fog[graph]``; ``method``
+keeps the registered name). The runner attaches each question's trace and usage to the prediction itself
+(:func:`kgqa.methods.base.attach_run_facts`); a method returns only what it decided.
 
 Resuming: with ``resume=True`` the finished ids are read back (a torn last line left by a crash is truncated away)
 and skipped, so no question is ever written twice; the run must keep the settings that decide answers (dataset,
@@ -72,7 +74,7 @@ from kgqa.eval.rundir import (
 from kgqa.eval.solver import UNREADABLE_ERROR, QuestionSolver
 from kgqa.eval.summary import summarize_run
 from kgqa.llm.accounting import Recorder
-from kgqa.methods.base import Method, Needs, method_config_dump, method_needs
+from kgqa.methods.base import Method, Needs, method_config_dump, method_label, method_needs
 from kgqa.methods.context import Resources, build_context
 from kgqa.methods.registry import get_method, parse_method_config
 from kgqa.provenance import source_commit
@@ -233,6 +235,7 @@ def run_eval(
     resources = Resources(kg=kg, llm=llm, embedder=embedder, kg_options=dict(kg_options or {}),
                           capture_calls=record_calls, progress=_say)
     needs = method_needs(method_obj, resources.llm_spec)
+    label = method_label(method_obj, resources.llm_spec, method_name)  # what the figures are reported under
     resources.llm_options = _llm_options(resources.llm_spec, llm_options, workers) if needs.llm else {}
     selected = _questions(dataset, split, data_dir, questions, limit, seed, shuffle)
     checks = _method_checks(method_obj, dataset, split, selected)  # e.g. SRP refuses references from this split
@@ -244,6 +247,7 @@ def run_eval(
                              needs, resources, seed=seed, shuffle=shuffle, limit=limit, workers=workers,
                              data_dir=None if questions is not None else str(dataset_root(dataset, data_dir)),
                              selected=len(selected), started_wall=started_wall)
+    run_config["method_label"] = label
     if "ablation" in checks:
         run_config["ablation"] = checks.pop("ablation")
     if checks:
@@ -259,7 +263,7 @@ def run_eval(
             solver = QuestionSolver(method_obj, base, recorder, record_calls=record_calls and base.llm is not None,
                                     timeout=timeout)
             bar = RunProgress(len(selected), [r for r in previous if r["id"] in {q.id for q in selected}],
-                            enabled=progress, label=f"{method_name} {dataset}")
+                            enabled=progress, label=f"{label} {dataset}")
             loop = _RunLoop(run_dir, bar, on_row, max_consecutive_failures, kg=run_config.get("kg"), fsync=fsync)
             loop.answer(pending, solver, workers)
             _record_endpoint(run_dir, run_config, base.llm)
@@ -390,7 +394,10 @@ def _open_run(run_dir: Path, run_config: dict[str, Any], selected: Sequence[Ques
         _check_resume(run_dir, old_config, run_config)
         old_config.setdefault("resumes", []).append(
             {k: run_config[k] for k in ("started_at", "limit", "workers", "questions", "argv")})
-        run_config = {**old_config, "embedder": old_config.get("embedder") or run_config.get("embedder")}
+        # the label is today's: the resume check kept method, resolved config and model (a run written before labels
+        # were recorded gets one)
+        run_config = {**old_config, "embedder": old_config.get("embedder") or run_config.get("embedder"),
+                      "method_label": run_config.get("method_label") or old_config.get("method_label")}
     if retry_errors:
         kept = [r for r in previous if not r.get("error")]
         if len(kept) != len(previous):

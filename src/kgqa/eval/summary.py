@@ -4,6 +4,10 @@ from the runner's timings in the rows), adds the run's facts, and writes summary
 and the plots of :mod:`kgqa.eval.report`).
 
 Usable on any run directory, e.g. one whose process was killed before it wrote its summary (``kgqa eval report``).
+
+summary.json's ``method`` is the name the figures are reported under (:func:`reported_method`: config.json's
+``method_label``, e.g. ``fog[graph]`` for FoG's graph mode) and ``method_name`` the registered name the run was made
+with (config.json's ``method``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from kgqa.eval.losses import loss_table
 from kgqa.eval.metrics import summarize
-from kgqa.eval.report import write_report
+from kgqa.eval.report import reported_method, write_report
 from kgqa.eval.rundir import RESULTS_FILE, SUMMARY_FILE, RunDirError, read_config, read_results, write_json
 
 __all__ = ["summarize_run"]
@@ -48,6 +52,8 @@ def summarize_run(run_dir: str | os.PathLike[str], *, report: bool = True,
     for key in CONFIG_KEYS:
         if key in run_config:
             summary[key] = run_config[key]
+    if run_config.get("method"):
+        summary["method_name"], summary["method"] = run_config["method"], reported_method(run_config)
     if run_config.get("questions") is not None:
         summary["selected"] = max([int(run_config["questions"]),
                                    *(int(r.get("questions") or 0) for r in run_config.get("resumes", []))])

@@ -16,6 +16,10 @@ contract, all optional for a plain factory and all present on :class:`KGQAMethod
   (:class:`~kgqa.llm.prompts.Signature`); a test renders each against its reply model.
 * ``answer(question, ctx)``: the prediction. The caller (the runner, ``kgqa ask``, :func:`solve`) attaches the trace
   and the usage, so a method returns only what it decided.
+* ``label(llm)``: the name the run's figures are reported under (summary.json's ``method``, report.md, ``kgqa eval
+  compare``), given the model spec of the run; None (the default): the name it was run under. A setting that makes the
+  method something other than its paper's says so here (FoG's graph mode: ``fog[graph]``); config.json keeps the
+  registered name, which resuming, the ledger and the service key on.
 * ``trainers``: what the method trains or builds (:class:`~kgqa.methods.trainer.Trainer` classes, each with typed
   settings); ``kgqa train NAME`` reaches them through the registry. Empty for a method that trains nothing.
 
@@ -97,7 +101,8 @@ class Explanation(BaseModel):
 
 @runtime_checkable
 class Method(Protocol):
-    """What the runner needs of a method: a name and ``answer``. ``needs``/``explain``/``config`` are optional."""
+    """What the runner needs of a method: a name and ``answer``. ``needs``/``explain``/``config``/``label`` are
+    optional."""
 
     name: str
 
@@ -129,6 +134,12 @@ class KGQAMethod(abc.ABC):
     def needs(self, llm: str | None = None) -> Needs:
         """What this configured method needs; ``llm`` is the model spec the run uses (some defaults depend on it)."""
         return Needs()
+
+    def label(self, llm: str | None = None) -> str | None:
+        """The name this configured method's figures are reported under with the model spec ``llm`` (the run's, as
+        :meth:`needs` gets it); None: the name it was run under. Override when a setting makes it another method than
+        its paper's."""
+        return None
 
     @abc.abstractmethod
     def answer(self, question: Question, ctx: MethodContext) -> Prediction: ...
@@ -230,6 +241,14 @@ def method_needs(method: Any, llm: str | None = None) -> Needs:
         if isinstance(result, Needs):
             return result
     return Needs(kg=bool(getattr(method, "needs_kg", True)), embedder=bool(getattr(method, "needs_embedder", False)))
+
+
+def method_label(method: Any, llm: str | None, name: str) -> str:
+    """The name ``method`` (run as ``name``) is reported under with the model spec ``llm``: its ``label(llm)`` (or a
+    ``label`` text attribute, for a plain method object), else ``name``."""
+    label = getattr(method, "label", None)
+    result = label(llm) if callable(label) else label
+    return result.strip() if isinstance(result, str) and result.strip() else name
 
 
 def method_explanation(method: Any, prediction: Prediction) -> Explanation:

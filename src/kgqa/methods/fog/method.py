@@ -17,9 +17,9 @@ at all; the question is the only sub-question and the answers are read from the 
 (:mod:`kgqa.methods.fog.reading`): the best walk from a topic whose end nothing relevant leads on from gives the answer
 pattern, and every entity that pattern reaches with a comparable score is an answer, ranked by support, then the KG's
 statement counts, then score. Grounding ``structured``; the evidence is the answers' best paths. Reported as its own
-method in figures (docs/fog.md). Answer types (``answer_types``, ``kgqa train answer-types``) and the typed retry are
-graph mode's, kgqa's additions. A self-loop at a topic entity (MetaQA merges a film and its subject) is walked both
-ways like any triple.
+method, ``fog[graph]`` (:meth:`FoG.label`: summary.json, report.md, ``kgqa eval compare``), never as ``fog``. Answer
+types (``answer_types``, ``kgqa train answer-types``) and the typed retry are graph mode's, kgqa's additions. A
+self-loop at a topic entity (MetaQA merges a film and its subject) is walked both ways like any triple.
 
 Ablations (the paper's Tables 2-3) are settings: ``propagation=none`` (w/o FFP), ``memory=false`` (w/o MSM),
 ``foresight_expansion=false`` (w/o FSE), ``propagation=undirected`` (FFP replaced by an undirected GNN).
@@ -130,6 +130,11 @@ class FoG(KGQAMethod):
 
     def needs(self, llm: str | None = None) -> Needs:
         return Needs(kg=True, llm=self.uses_llm(llm), embedder=False, artifacts=("label-embeddings",))
+
+    def label(self, llm: str | None = None) -> str:
+        """``fog`` for the paper's FoG (LLM mode); ``fog[graph]`` when the settings and ``llm`` resolve to graph mode,
+        kgqa's method without decomposition, memory manager or LLM answer, reported as its own."""
+        return self.name if self.uses_llm(llm) else f"{self.name}[graph]"
 
     def explain(self, prediction: Prediction) -> Explanation:
         """The expansion and propagation numbers, the memory rounds, the answer pattern and the evidence path."""
