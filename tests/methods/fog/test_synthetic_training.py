@@ -48,6 +48,17 @@ def test_train_fog_on_synthetic_questions_alone_writes_a_usable_model_and_says_s
     assert json.loads((again / "scorer.json").read_text(encoding="utf-8"))["training_questions"] == \
         meta["training_questions"]
 
+    # answer types trained like it: the same synthetic questions, made again from the KG (no dataset needed)
+    types = tmp_path / "types"
+    code = main(["train", "answer-types", "--like", str(out), "--out", str(types)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "30 questions in all, synthetic ones made again from the KG" in err
+    from kgqa.methods.fog.answer_types import AnswerTypes
+
+    trained_on = AnswerTypes.load(types).meta["trained_on"]
+    assert trained_on["synthetic"] == synthetic and trained_on["datasets"] == []
+
 
 def test_synthetic_questions_mix_with_a_datasets_and_a_model_paraphrases_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -370,7 +370,7 @@ class AnswerTypesTrainer(Trainer):
         from kgqa.methods.fog.type_reader import ReaderSettings
         from kgqa.text import load_embedder
 
-        settings, wanted = _like(settings)
+        settings, wanted, synthetic = _like(settings)
         out = new_out_dir(settings.out)
         encoder = settings.encoder or "minilm"
         table, templates = _none_word(settings.composed_wordings), _none_word(settings.template_wordings)
@@ -382,18 +382,30 @@ class AnswerTypesTrainer(Trainer):
             reader_wordings = _reader_wordings(encoder, reader_templates)
         spec = kg_spec(settings.kg)
         started = time.perf_counter()
-        data = training_questions(list(settings.dataset), settings.split,
-                                  limit=None if wanted is not None else settings.limit,
-                                  data_dir=None if settings.data_dir is None else str(settings.data_dir),
-                                  seed=settings.seed)
-        questions = [q for q in data.questions if wanted is None or q.source in wanted]
-        session.say(f"{len(questions)} questions with gold chains"
-                    + (f" (those {settings.like} trained on)" if wanted is not None else ""))
-        copies = composed_copies(questions, table, random.Random(f"{settings.seed}:composed")) if table else []
-        if templates:
-            copies += template_copies(questions, templates, random.Random(f"{settings.seed}:templates"))
+        questions = []
+        if settings.dataset:
+            data = training_questions(list(settings.dataset), settings.split,
+                                      limit=None if wanted is not None else settings.limit,
+                                      data_dir=None if settings.data_dir is None else str(settings.data_dir),
+                                      seed=settings.seed)
+            questions = [q for q in data.questions if wanted is None or q.source in wanted]
+            session.say(f"{len(questions)} questions with gold chains"
+                        + (f" (those {settings.like} trained on)" if wanted is not None else ""))
         kg = open_kg(spec)
         try:
+            if synthetic:  # a scorer trained on questions made from the KG: the same questions, made again
+                from kgqa.datasets.synthetic import SyntheticSettings, parse_hop_mix, synthetic_questions
+
+                made = synthetic_questions(kg, SyntheticSettings(questions=int(synthetic["requested"]),
+                                                                 seed=int(synthetic["seed"]),
+                                                                 hop_mix=parse_hop_mix(synthetic["hops"])),
+                                           progress=session.say)
+                questions += [q for q in made.questions if wanted is None or q.source in wanted]
+                session.say(f"{len(questions)} questions in all, synthetic ones made again from the KG as "
+                            f"{settings.like} trained on them")
+            copies = composed_copies(questions, table, random.Random(f"{settings.seed}:composed")) if table else []
+            if templates:
+                copies += template_copies(questions, templates, random.Random(f"{settings.seed}:templates"))
             model = train_answer_types(kg, questions, load_embedder(encoder), encoder=encoder, copies=copies,
                                        seed=settings.seed, containment=settings.containment,
                                        question_weight=settings.question_weight, focus=settings.focus_phrase,
@@ -402,6 +414,7 @@ class AnswerTypesTrainer(Trainer):
         finally:
             kg.close()
         model.meta["trained_on"] = {"command": session.command, "datasets": list(settings.dataset),
+                                    "synthetic": synthetic,
                                     "split": settings.split, "kg": spec,
                                     "like": None if settings.like is None else str(settings.like),
                                     "composed_wordings": table, "template_wordings": templates,
@@ -413,11 +426,12 @@ class AnswerTypesTrainer(Trainer):
                                     f"fog --method-config answer_types={out}",))
 
 
-def _like(settings: AnswerTypesSettings) -> tuple[AnswerTypesSettings, set[str] | None]:
-    """With ``--like``: the settings completed from the scorer's training (datasets, split, KG, encoder, unless given)
-    and the questions it trained on or held out; else the settings and None."""
+def _like(settings: AnswerTypesSettings) -> tuple[AnswerTypesSettings, set[str] | None, dict[str, Any] | None]:
+    """With ``--like``: the settings completed from the scorer's training (datasets, split, KG, encoder, unless given),
+    the questions it trained on or held out, and how its synthetic questions were made (``kgqa train fog
+    --synthetic``; None when it had none); else the settings, None and None."""
     if settings.like is None:
-        return settings, None
+        return settings, None, None
     from kgqa.steps.foresight.scorer import load_scorer
 
     try:
@@ -426,8 +440,17 @@ def _like(settings: AnswerTypesSettings) -> tuple[AnswerTypesSettings, set[str] 
         raise ConfigError(f"--like {settings.like}: not a FoG scorer or ensemble directory ({exc})") from None
     wanted: set[str] = set()
     update: dict[str, Any] = {}
+    synthetic: dict[str, Any] | None = None
     for member in scorer.members:
         trained_on = member.meta.get("trained_on") or {}
+        made = trained_on.get("synthetic")
+        if made:
+            if made.get("paraphrase_llm"):
+                raise ConfigError(f"--like {settings.like}: its synthetic questions were reworded by "
+                                  f"{made['paraphrase_llm']}, which cannot be repeated here; give --dataset instead")
+            if synthetic is not None and synthetic != made:
+                raise ConfigError(f"--like {settings.like}: its members were trained on different synthetic questions")
+            synthetic = made
         wanted.update(member.meta.get("training_questions") or [])
         update.setdefault("dataset", settings.dataset or list(trained_on.get("datasets") or ()))
         update.setdefault("split", trained_on.get("split") or settings.split)
@@ -435,7 +458,7 @@ def _like(settings: AnswerTypesSettings) -> tuple[AnswerTypesSettings, set[str] 
         update.setdefault("encoder", settings.encoder or trained_on.get("encoder"))
     if not wanted:
         raise ConfigError(f"--like {settings.like}: the scorer does not list its training questions")
-    return settings.model_copy(update=update), wanted
+    return settings.model_copy(update=update), wanted, synthetic
 
 
 def _reader_wordings(encoder: str, templates: str | None) -> list[Any]:
