@@ -55,7 +55,7 @@ def test_flag_beats_environment_beats_config_file_beats_default(clean_env: Path,
               for origin in ("file", "env", "flag")}
 
     assert {key: config.get(key) for key in ("kg", "llm", "method")} == \
-        {"kg": "demo", "llm": "local:smollm2", "method": "ccor"}  # the defaults, with nothing set
+        {"kg": "demo", "llm": "local:smollm2", "method": "chains"}  # the defaults, with nothing set
 
     config_path = _write_config(tmp / "kgqa-config.toml", values["file"])
     _use_config(monkeypatch, config_path)

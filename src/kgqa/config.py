@@ -7,7 +7,7 @@ The config file is TOML, found at ``$KGQA_CONFIG``, else ``./kgqa.toml``, else `
     cache_dir = "~/.cache/kgqa"    # KGQA_CACHE_DIR: LLM cache, demo KG, embeddings
     kg = "demo"                    # KGQA_KG: default KG spec
     llm = "local:smollm2"          # KGQA_LLM: default model spec
-    method = "ccor"                # KGQA_METHOD: default method of kgqa ask and kgqa eval
+    method = "chains"              # KGQA_METHOD: default method of kgqa ask and kgqa eval
     plugins = ["mypkg.methods"]    # KGQA_PLUGINS (comma-separated): modules imported to register methods, datasets...
     kg_timeout = 30                # KGQA_KG_TIMEOUT: seconds per SPARQL request attempt (kgqa eval --kg-timeout)
     kg_retries = 2                 # KGQA_KG_RETRIES: extra attempts per SPARQL request
@@ -38,7 +38,10 @@ DEFAULTS: dict[str, Any] = {
     "kg": "demo",
     "llm": "local:smollm2",
     # The one place outside methods/ that names a method: what `kgqa ask` and `kgqa eval` run when --method is not given.
-    "method": "ccor",
+    # `chains`: relation choice, stopping and year/entity constraints are graph-side (the trained foresight scorer, the
+    # demo KG's built on first use), so the offline 135M model is asked only for fallbacks; measured against `ccor` and
+    # FoG's graph mode by benchmarks/first_use.py (README, "kgqa ask").
+    "method": "chains",
     "plugins": None,
     # Seconds per question (kgqa.deadline); None: kgqa ask uses its own default (120), kgqa eval has no deadline.
     "question_timeout": None,

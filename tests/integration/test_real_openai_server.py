@@ -81,7 +81,8 @@ def _kgqa(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.C
 
 def test_kgqa_ask_through_the_server(llama_server: LlamaServer, clean_env: dict[str, str], tmp_path: Path) -> None:
     before = len(llama_server.statuses())
-    proc, _ = _kgqa(["ask", "Who directed Inception?", "--llm", llama_server.spec(), "--json"], clean_env, tmp_path)
+    proc, _ = _kgqa(["ask", "Who directed Inception?", "--method", "ccor", "--llm", llama_server.spec(), "--json"],
+                    clean_env, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     payload = json.loads(proc.stdout)
     assert payload["error"] is None
@@ -97,7 +98,8 @@ def test_kgqa_ask_through_the_server(llama_server: LlamaServer, clean_env: dict[
 def test_kgqa_eval_30_questions_4_workers(llama_server: LlamaServer, clean_env: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "run"
     before = len(llama_server.statuses())
-    proc, seconds = _kgqa(["eval", "--dataset", "demo", "--limit", "30", "--workers", "4", "--llm", llama_server.spec(),
+    proc, seconds = _kgqa(["eval", "--dataset", "demo", "--method", "ccor", "--limit", "30", "--workers", "4", "--llm",
+                           llama_server.spec(),
                            "--out", str(out), "--no-progress", "--no-report"], clean_env, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -62,7 +62,8 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     if is_oracle_spec(config.get("llm", llm_spec)):
         raise ConfigError("--llm oracle answers from a question's gold answers and chains, which only `kgqa eval` knows; "
                           "ask with a real model (e.g. --llm local:smollm2)")
-    method_name = str(config.get("method", method))
+    chosen, origin = config.get_with_origin("method", method)
+    method_name = str(chosen)
     from kgqa.cli.checks import check_method_config
     from kgqa.deadline import ASK_DEFAULT_TIMEOUT, question_deadline, question_timeout
 
@@ -83,7 +84,14 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     with question_deadline(seconds):  # one deadline from linking to the answer (kgqa.deadline)
         topic_entities = _topics(ctx.kg, question, topics, linking) if needs.kg else []
         q = Question(id="ask", text=question_text(question), topic_entities=topic_entities)
-        prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
+        try:
+            prediction = solve(runner, q, ctx, recorder=recorder, scope="ask")
+        except ConfigError as exc:
+            if origin != "the default":
+                raise
+            # the default method may need what this KG lacks (a trained scorer): say it was the default, and the way out
+            raise ConfigError(f"{exc} ({method_name} is kgqa ask's default method, config `method`; choose another "
+                              "with --method: `kgqa methods` lists each method and what it needs)") from None
     explanation = method_explanation(runner, prediction)
     payload: dict[str, Any] = {"question": question, "method": method_name,
                                "topics": [t.model_dump() for t in topic_entities],

@@ -17,6 +17,11 @@ Deterministic and KG-only (every question asked of the KG goes through the :clas
    then by degree (distinct incident relations, both directions; then incident edges, counted up to ``_EDGE_CAP`` per
    relation). The linked entities are ordered by match, then the longer mention first (in words), then by degree.
 
+A label is a name or an alias: the embedded store indexes the aliases a KG records (Freebase ``common.topic.alias``,
+``skos:altLabel``; :mod:`kgqa.kg.embedded.aliases`) beside the names, for exact and fuzzy search alike, so "the Oscar
+for Best Director" links the category the demo KG names "Academy Award for Best Director". A question that links
+nothing is refused naming the mentions tried (:func:`no_link_message`).
+
 :func:`link` returns a :class:`LinkResult` holding the linked entities and the runners-up, each with why it lost;
 :func:`link_entities` is the plain list of :class:`EntityMatch` for callers that only want the entities.
 """
@@ -93,6 +98,8 @@ class LinkResult:
 
     linked: list[LinkCandidate] = field(default_factory=list)
     runners_up: list[LinkCandidate] = field(default_factory=list)
+    #: the mentions looked for: the [bracketed] ones, else the question's name-like phrases (:func:`name_phrases`)
+    tried: list[str] = field(default_factory=list)
 
     @property
     def entities(self) -> list[EntityMatch]:
@@ -100,7 +107,8 @@ class LinkResult:
 
     def to_dict(self) -> dict[str, Any]:
         """For JSON (``kgqa ask --json`` / ``--trace``)."""
-        return {"linked": [c.to_dict() for c in self.linked], "runners_up": [c.to_dict() for c in self.runners_up]}
+        return {"linked": [c.to_dict() for c in self.linked], "runners_up": [c.to_dict() for c in self.runners_up],
+                "tried": list(self.tried)}
 
 
 def type_relations(kg: KnowledgeGraph) -> tuple[str, ...]:
@@ -156,7 +164,9 @@ class _Linker:
             mentions.append(self._entities_only(found))
         if mentions:
             linked = self._take(mentions, [False] * len(words))
+            self.result.tried = [b.group(1).strip() for b in MENTION_MARKS.finditer(question) if b.group(1).strip()]
         if not linked:
+            self.result.tried = list(dict.fromkeys([*self.result.tried, *name_phrases(words)]))
             taken = [False] * len(words)
             linked = self._take([self._entities_only(self._search(_variants(words[s:e]), (s, e), fuzzy=False))
                                  for s, e in _spans(words, _MAX_NGRAM)], taken)
@@ -289,6 +299,50 @@ def _spans(words: Sequence[str], max_size: int, *, fuzzy: bool = False) -> list[
     return out
 
 
+_JOINERS = {"of", "the", "for", "and", "de", "del", "la", "le", "in", "on", "a", "an", "at", "to", "von", "van", "&"}
+
+
+def name_phrases(words: Sequence[str]) -> list[str]:
+    """The phrases of a question that look like names, for telling a user what linking looked for: runs of
+    capitalised words (small joining words such as "of", "for" inside a run), the stop words at either end and a lone
+    question word dropped ("Who got the Oscar for Best Director in 2020" -> "Oscar for Best Director")."""
+    phrases: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and (run[-1].lower() in _JOINERS or run[-1].lower() in _STOP):
+            run.pop()
+        while run and run[0].lower() in _STOP:
+            run.pop(0)
+        if run:
+            phrases.append(" ".join(run))
+        run.clear()
+
+    for word in words:
+        if word[:1].isupper() or (run and word.lower() in _JOINERS):
+            run.append(word)
+        else:
+            close()
+    close()
+    return list(dict.fromkeys(phrases))
+
+
+def no_link_message(kg: KnowledgeGraph, result: LinkResult) -> str:
+    """What a user reads when nothing in the question links: the mentions tried (with the closest label of each, if
+    any comes near), what was dropped and why, and how to name a topic instead."""
+    tried: list[str] = []
+    for mention in result.tried[:6]:
+        close = [m for m in kg.search(mention, fuzzy=True, limit=1) if m.name]
+        hint = f" (closest: {close[0].name!r}, {close[0].score:.2f})" if close else ""
+        tried.append(f"{mention!r}{hint}")
+    looked = ("tried " + ", ".join(tried)) if tried else "it has no capitalised name or [bracketed] mention to look up"
+    dropped = "; ".join(f"{c.name} [{c.id}]: {c.reason}" for c in result.runners_up[:5])
+    return ("no entity of the KG is mentioned in the question: " + looked + " (every phrase is searched by exact "
+            f"name and alias, name-like ones also by close spelling, at least {FUZZY_MIN_SCORE})"
+            + (f"; dropped: {dropped}" if dropped else "")
+            + ". Name a topic entity (`--topic NAME`, or `topics` in a request), or put its name in [brackets]")
+
+
 def resolve_entity(kg: KnowledgeGraph, text: str) -> str:
     """An entity id as given, or the entity whose name is exactly ``text``; a clear error (with close names) otherwise."""
     from kgqa.errors import KGError
@@ -323,7 +377,5 @@ def question_topics(kg: KnowledgeGraph, question: str, given: Sequence[str] | No
         return [TopicEntity(id=i, name=names.get(i) or i) for i in ids], None
     result = link(kg, question)
     if not result.linked:
-        dropped = "; ".join(f"{c.name} [{c.id}]: {c.reason}" for c in result.runners_up[:5])
-        raise KGError("no entity of the KG is mentioned in the question (by exact name); name a topic entity, or put "
-                      "its name in [brackets]" + (f" (dropped: {dropped})" if dropped else ""))
+        raise KGError(no_link_message(kg, result))
     return [TopicEntity(id=m.id, name=m.name) for m in result.entities], result

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from kgqa.errors import DataError, ImportAborted, KGQAError
 from kgqa.kg.base import Direction, is_literal, literal_value
+from kgqa.kg.embedded.aliases import alias_labels, with_aliases
 from kgqa.kg.embedded.arrays import (
     _POOL,
     FORMAT_VERSION,
@@ -433,6 +434,8 @@ class EmbeddedKGBuilder:
         # are built here; the name resolution takes what it needs from the builder first.
         name_codes, name_values = self._name_nodes, self._name_values
         self._name_nodes, self._name_values = array.array("i"), []
+        # aliases (common.topic.alias, skos:altLabel) are read before the edge thread consumes the code columns
+        aliases = alias_labels(self._rel_ids, self._heads, self._rels, self._tails, rank, nodes, self.schema.language)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgqa-edges") as pool:
             edges = pool.submit(self._write_edges, directory, rank, rel_rank, max(N, 1), R)
             names, has_name = self._resolve_names(rank, name_codes, name_values, nodes, literal_mask)
@@ -440,7 +443,7 @@ class EmbeddedKGBuilder:
             _StringTable.from_arrow(names).save(directory, "names")
             np.save(directory / "has_name.npy", has_name)
             clock.lap("names (edges alongside)")
-            self._write_labels(directory, names, has_name & ~literal_mask, clock)
+            alias_rows = self._write_labels(directory, names, has_name & ~literal_mask, clock, aliases)
             triples, repeated = edges.result()
         clock.lap("edges (rest)")
 
@@ -454,6 +457,7 @@ class EmbeddedKGBuilder:
             "entities": N - literals,
             "literals": literals,
             "names": int((has_name & ~literal_mask).sum()),
+            "alias_labels": alias_rows,
             "build_seconds": clock.laps,
         }
 
@@ -518,14 +522,19 @@ class EmbeddedKGBuilder:
         names = pc.coalesce(pc.take(values, pa.array(source, mask=~has_name), memory_pool=_POOL), "", memory_pool=_POOL)
         return names, has_name
 
-    def _write_labels(self, directory: Path, names: pa.Array, labelled: np.ndarray, clock: _PhaseClock) -> None:
-        """Exact label table (normalised name -> nodes, in table-hash order of the name) and the fuzzy index over it.
-        Literals are values, not entities, so they get no label entry."""
+    def _write_labels(self, directory: Path, names: pa.Array, labelled: np.ndarray, clock: _PhaseClock,
+                      aliases: tuple[np.ndarray, list[str]]) -> int:
+        """Exact label table (normalised name or alias -> nodes, in table-hash order of the label) and the fuzzy index
+        over it; returns how many alias rows it holds (:mod:`kgqa.kg.embedded.aliases`). Literals are values, not
+        entities, so they get no label entry."""
         candidates = np.flatnonzero(labelled)
         keys = pa.array(normalize_labels(pc.take(names, candidates).to_pylist()), type=pa.large_string(),
                         memory_pool=_POOL)
         kept = pc.greater(pc.binary_length(keys), 0)
         keys, label_nodes = pc.filter(keys, kept, memory_pool=_POOL), candidates[kept.to_numpy(zero_copy_only=False)]
+        alias_nodes, alias_texts = aliases
+        keys, label_nodes, alias_rows = with_aliases(keys, label_nodes, alias_nodes, normalize_labels(alias_texts),
+                                                     labelled)
         order, sorted_hashes = _hash_order(keys)
         keys = pc.take(keys, order, memory_pool=_POOL)
         _StringTable.from_arrow(keys).save(directory, "label_keys")
@@ -537,3 +546,4 @@ class EmbeddedKGBuilder:
 
         FuzzyLabelIndex.build(directory / "fuzzy", keys.to_pylist())
         clock.lap("fuzzy index")
+        return alias_rows

@@ -473,6 +473,7 @@ class EmbeddedKG(DerivedOps):
                        relations=len(self._relations), literals=m["literals"], names=m["names"],
                        extra={"directory": str(self.directory), "noise_relations": int(self._noise.sum()),
                               "repeated_triples": m.get("repeated_triples", 0),
+                              "alias_labels": m.get("alias_labels", 0),
                               "build_seconds": m.get("build_seconds", {})})
 
     def iter_triples(self) -> Iterator[tuple[str, str, str]]:
