@@ -32,7 +32,7 @@ from kgqa.steps.relations import describe_chain, describe_hop
 REPO = Path(__file__).resolve().parents[2]
 FB = "http://rdf.freebase.com/ns/"
 ENGINES = ["oxigraph", pytest.param("virtuoso", marks=pytest.mark.virtuoso)]
-DEMO_TRIPLES = 4_655  # the demo KG exported as N-Triples (facts and names)
+DEMO_TRIPLES = 4_691  # the demo KG exported as N-Triples (facts, names and aliases)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
