@@ -221,30 +221,38 @@ class _Sampler:
                    if n not in avoid]
         return self.rng.choice(options) if options else None
 
+    def hops_at(self, node: str) -> list[Hop]:
+        """Every relation and direction at ``node``: outgoing first, in the KG's order."""
+        return ([Hop(r, Direction.OUT) for r in self.kg.relations(node, Direction.OUT)]
+                + [Hop(r, Direction.IN) for r in self.kg.relations(node, Direction.IN)])
+
     def next_hop(self, path: list[str], hops: list[Hop]) -> Hop | None:
-        node = path[-1]
-        options = [Hop(r, Direction.OUT) for r in self.kg.relations(node, Direction.OUT)]
-        options += [Hop(r, Direction.IN) for r in self.kg.relations(node, Direction.IN)]
+        options = self.hops_at(path[-1])
         return self.rng.choice(options) if options else None
+
+    def extend(self, path: list[str], hops: list[Hop], hop: Hop | None) -> bool:
+        """Step from the path's end by ``hop``, then on through CVTs (each by a hop drawn at the CVT); False when a
+        step is impossible or the chain would pass ``max_relations``."""
+        while True:
+            if hop is None or len(hops) >= self.settings.max_relations:
+                return False
+            node = self.step(path, hop)
+            if node is None:
+                return False
+            path.append(node)
+            hops.append(hop)
+            if not self.is_cvt(node):
+                return True
+            hop = self.next_hop(path, hops)
 
     def walk(self, path: list[str], hops: list[Hop], first: Hop | None, entity_hops: int) -> bool:
         """Extend ``path`` by ``entity_hops`` entity hops (the first by ``first`` when given), CVTs passed through."""
-        limit = self.settings.max_relations
         for i in range(entity_hops):
             hop = first if i == 0 and first is not None else self.next_hop(path, hops)
             if i > 0 and not self.is_cvt(path[-2]) and self.rng.random() < self.settings.sibling_share:
                 hop = hops[-1].reversed()  # on to the siblings: the others with the same value
-            while True:
-                if hop is None or len(hops) >= limit:
-                    return False
-                node = self.step(path, hop)
-                if node is None:
-                    return False
-                path.append(node)
-                hops.append(hop)
-                if not self.is_cvt(node):
-                    break
-                hop = self.next_hop(path, hops)
+            if not self.extend(path, hops, hop):
+                return False
         return True
 
     def question(self, path: list[str], hops: list[Hop]) -> TrainingQuestion | None:
@@ -296,8 +304,7 @@ class _Sampler:
         if not starts:
             return None
         middle = self.rng.choice(starts)
-        back_options = [Hop(r, Direction.OUT) for r in self.kg.relations(middle, Direction.OUT)]
-        back_options += [Hop(r, Direction.IN) for r in self.kg.relations(middle, Direction.IN)]
+        back_options = self.hops_at(middle)
         if not back_options:
             return None
         back = self.rng.choice(back_options)
@@ -307,21 +314,7 @@ class _Sampler:
             return None
         topic = self.rng.choice(before)
         path, hops = [topic, middle], [back.reversed()]
-        node = self.step(path, Hop(*key))
-        if node is None or len(hops) + 1 > self.settings.max_relations:
-            return None
-        path.append(node)
-        hops.append(Hop(*key))
-        while self.is_cvt(node):
-            hop = self.next_hop(path, hops)
-            if hop is None or len(hops) >= self.settings.max_relations:
-                return None
-            node = self.step(path, hop)
-            if node is None:
-                return None
-            path.append(node)
-            hops.append(hop)
-        return self.question(path, hops)
+        return self.question(path, hops) if self.extend(path, hops, Hop(*key)) else None
 
 
 def _hop_plan(settings: SyntheticSettings, total: int, rng: random.Random) -> list[int]:
