@@ -67,10 +67,10 @@ def main() -> None:
     from kgqa.core import GoldAnswer, MethodContext, Question, TopicEntity
     from kgqa.datasets.gold_chains import training_questions
     from kgqa.kg import open_kg
-    from kgqa.methods.fog.answer_types import AnswerTypes, end_name
     from kgqa.methods.fog.method import FoG
     from kgqa.methods.fog.reading import READING
     from kgqa.steps.answers import presentable
+    from kgqa.steps.foresight.answer_types import AnswerTypes, end_name
     from kgqa.steps.foresight.scorer import LabelVectors, load_scorer
     from kgqa.text import load_embedder
 

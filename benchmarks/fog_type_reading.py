@@ -54,7 +54,7 @@ def main() -> None:
     import numpy as np
 
     from kgqa.datasets.gold_chains import training_questions
-    from kgqa.methods.fog.answer_types import AnswerTypes, hop_end, mask_mentions, reverse
+    from kgqa.steps.foresight.answer_types import AnswerTypes, hop_end, mask_mentions, reverse
     from kgqa.steps.foresight.scorer import load_scorer
     from kgqa.text import load_embedder
 

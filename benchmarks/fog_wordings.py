@@ -74,7 +74,7 @@ def hits_by_id(run: Path) -> dict[str, float]:
 def reworded_templates(hop: int, split: str, data_dir: str | None) -> dict[str, str]:
     """Each reworded question's template: its wording with the topic mention masked (question id -> wording)."""
     from kgqa.datasets import load_dataset
-    from kgqa.methods.fog.answer_types import mask_mentions
+    from kgqa.steps.foresight.answer_types import mask_mentions
 
     return {q.id: mask_mentions(q.text, [t.name for t in q.topic_entities if t.name])
             for q in load_dataset(f"metaqa-reworded-{hop}hop", split, data_dir=data_dir)}

@@ -1,4 +1,4 @@
-"""FoG's answer-type prior (kgqa.methods.fog.answer_types): types induced from a real embedded KG, a classifier
+"""FoG's answer-type prior (kgqa.steps.foresight.answer_types): types induced from a real embedded KG, a classifier
 trained on real (hashing) sentence vectors, saved and loaded, and ``kgqa train answer-types`` / FoG's
 ``answer_types`` setting end to end on the demo KG."""
 
@@ -15,7 +15,8 @@ from kgqa.cli import main
 from kgqa.errors import ConfigError
 from kgqa.kg.base import parse_chain
 from kgqa.kg.embedded import EmbeddedKG, EmbeddedKGBuilder
-from kgqa.methods.fog.answer_types import (
+from kgqa.methods.fog.training import TrainingQuestion
+from kgqa.steps.foresight.answer_types import (
     FILE,
     AnswerTypes,
     focus_phrase,
@@ -24,7 +25,6 @@ from kgqa.methods.fog.answer_types import (
     mask_mentions,
     train_answer_types,
 )
-from kgqa.methods.fog.training import TrainingQuestion
 from kgqa.text import HashingEmbedder
 
 FILMS = [f"F{i}" for i in range(8)]

@@ -221,7 +221,7 @@ def test_an_answer_type_model_steers_graph_mode_to_the_pattern_whose_end_it_expe
                                                                                      tmp_path: Path) -> None:
     import numpy as np
 
-    from kgqa.methods.fog.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes
 
     # a hand-made model, sure that every question asks for a country: only the nationality pattern ends there
     embedder = offline_embedder(64)
@@ -253,7 +253,7 @@ def test_an_answer_type_model_reading_the_focus_phrase_reads_it_beside_the_quest
                                                                                    tmp_path: Path) -> None:
     import numpy as np
 
-    from kgqa.methods.fog.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes
 
     # only the focus half of the weights is set: "country" when the focus phrase is this question's, "film" otherwise
     embedder = offline_embedder(64)
@@ -282,7 +282,7 @@ def test_junctions_and_the_topic_head_of_an_answer_type_model_weigh_patterns_and
         kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
     import numpy as np
 
-    from kgqa.methods.fog.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes
 
     # every end of the kit KG typed, the answer head sure of a country; the kit scorer reads Inception's actors'
     # nationality, so a model that has measured actors never leaving by a nationality reads the director's instead
@@ -328,7 +328,7 @@ def test_the_typed_retry_finds_the_expected_type_the_expansion_cut_and_stands_as
         kg: EmbeddedKG, scorer_dir: Path, tmp_path: Path) -> None:
     import numpy as np
 
-    from kgqa.methods.fog.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes
 
     # the same hand-made model, sure every question asks for a country; tau_e = 1 cuts every triple, so the seed
     # floor keeps one relation at the topic, and its pattern does not end on a country

@@ -54,7 +54,7 @@ def test_train_fog_on_synthetic_questions_alone_writes_a_usable_model_and_says_s
     err = capsys.readouterr().err
     assert code == 0, err
     assert "30 questions in all, synthetic ones made again from the KG" in err
-    from kgqa.methods.fog.answer_types import AnswerTypes
+    from kgqa.steps.foresight.answer_types import AnswerTypes
 
     trained_on = AnswerTypes.load(types).meta["trained_on"]
     assert trained_on["synthetic"] == synthetic and trained_on["datasets"] == []

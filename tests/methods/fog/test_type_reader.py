@@ -1,4 +1,4 @@
-"""The fine-tuned answer-type reader (kgqa.methods.fog.type_reader): the real packaged MiniLM fine-tuned on a few
+"""The fine-tuned answer-type reader (kgqa.steps.foresight.type_reader): the real packaged MiniLM fine-tuned on a few
 wordings, read on wordings it never saw, saved and loaded; ``kgqa train answer-types --fine-tune`` on the demo KG
 and FoG reading with it; the errors a user can make."""
 
@@ -14,8 +14,8 @@ import pytest
 
 from kgqa.cli import main
 from kgqa.errors import ConfigError
-from kgqa.methods.fog.answer_types import AnswerTypes, mask_mentions
-from kgqa.methods.fog.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
+from kgqa.steps.foresight.answer_types import AnswerTypes, mask_mentions
+from kgqa.steps.foresight.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "text"))
 from text_support import require_minilm

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from kgqa.errors import ConfigError
 from kgqa.methods.base import MethodConfig
-from kgqa.methods.fog.answer_types import model_file
+from kgqa.steps.foresight.answer_types import model_file
 from kgqa.methods.fog.reading import READING
 from kgqa.steps.foresight.loading import check_scorer_dir
 

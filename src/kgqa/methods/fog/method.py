@@ -57,7 +57,7 @@ import numpy as np
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.llm import is_local_spec
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.fog.answer_types import AnswerTypes
+from kgqa.steps.foresight.answer_types import AnswerTypes
 from kgqa.methods.fog.config import HOW_TO_TRAIN, TYPED_RETRY_P, FoGConfig
 from kgqa.methods.fog.details import AnswerTyping, Expansion, FoGDetails, TypedRetry
 from kgqa.methods.fog.memory import SIGNATURES, answer_with_llm

@@ -365,9 +365,9 @@ class AnswerTypesTrainer(Trainer):
     def train(self, settings: AnswerTypesSettings, session: TrainingSession) -> TrainingReport:
         from kgqa.datasets.gold_chains import training_questions
         from kgqa.kg import open_kg
-        from kgqa.methods.fog.answer_types import train_answer_types
         from kgqa.methods.fog.training import composed_copies, template_copies
-        from kgqa.methods.fog.type_reader import ReaderSettings
+        from kgqa.steps.foresight.answer_types import train_answer_types
+        from kgqa.steps.foresight.type_reader import ReaderSettings
         from kgqa.text import load_embedder
 
         settings, wanted, synthetic = _like(settings)
@@ -464,8 +464,8 @@ def _like(settings: AnswerTypesSettings) -> tuple[AnswerTypesSettings, set[str] 
 def _reader_wordings(encoder: str, templates: str | None) -> list[Any]:
     """Every template of ``templates`` once, masked, with the end its chain reaches (what the fine-tuned reader also
     learns from); checks first that ``encoder`` can be fine-tuned (before minutes of embedding)."""
-    from kgqa.methods.fog.answer_types import MASK, hop_end
-    from kgqa.methods.fog.type_reader import transformer_path
+    from kgqa.steps.foresight.answer_types import MASK, hop_end
+    from kgqa.steps.foresight.type_reader import transformer_path
 
     transformer_path(encoder)
     if not templates:

@@ -1,6 +1,6 @@
 """A fine-tuned reader of the answer type: the encoder itself trained to say what a question asks for.
 
-The answer-type classifier of :mod:`kgqa.methods.fog.answer_types` is one linear layer over the frozen encoder's
+The answer-type classifier of :mod:`kgqa.steps.foresight.answer_types` is one linear layer over the frozen encoder's
 sentence vector. On wordings unlike the training ones it reads the words a question mentions most rather than the
 words that say what it asks for ("Which filmmakers helmed movies ..." reads as a question about films). A reader
 fine-tunes a copy of the encoder (a transformer: all-MiniLM-L6-v2 by default, or a sentence-transformers model

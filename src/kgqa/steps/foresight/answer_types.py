@@ -49,8 +49,8 @@ import numpy as np
 
 from kgqa.errors import ConfigError
 from kgqa.kg.base import Direction, KnowledgeGraph
-from kgqa.methods.fog.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 from kgqa.normalize import unmark_mentions
+from kgqa.steps.foresight.type_reader import ReaderSettings, TypeReader, fine_tune_reader, soft_labels
 
 FILE = "answer_types.json"
 MASK = "X"
@@ -217,6 +217,19 @@ def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types
             if start in types and types[a] != types[start]:
                 shares[(a, b)] = round(reach.share(a, start), 4)
     return shares
+
+
+#: The subdirectory in which a scorer directory may carry its own answer-type model (the demo scorer does):
+#: methods reading that scorer use it when no other is configured.
+BUNDLED = "answer_types"
+
+
+def bundled_model(scorer_dir: str | Path | None) -> Path | None:
+    """The answer-type model a scorer directory carries (``BUNDLED``), or None."""
+    if scorer_dir is None:
+        return None
+    where = Path(scorer_dir) / BUNDLED
+    return where if (where / FILE).is_file() else None
 
 
 def model_file(path: str | Path) -> Path:
@@ -424,7 +437,7 @@ def train_answer_types(kg: KnowledgeGraph, questions: Sequence[Any], embedder: A
     ``question_weight``: how much a question in its own wording weighs in the loss against one copy. With ``focus``
     both heads read the question's :func:`focus_phrase` (by ``focus_rule``, "first" or "clause") beside its sentence.
     Seeded; full-batch Adam, cross-entropy. With ``reader`` a copy of the encoder is fine-tuned to read the answer
-    type (:mod:`~kgqa.methods.fog.type_reader`) on the same masked texts, each distinct text once with its
+    type (:mod:`~kgqa.steps.foresight.type_reader`) on the same masked texts, each distinct text once with its
     classes' shares and the largest weight of its occurrences (``question_weight`` for a question's own wording), plus
     ``reader_wordings`` (masked wordings with the end their chain reaches, e.g. every template
     of a file once)."""
