@@ -120,3 +120,34 @@ def test_the_default_ask_links_the_oscar_and_applies_a_year_on_the_graph(fresh_c
     payload = json.loads(capsys.readouterr().out)
     assert [a["name"] for a in payload["answers"]] == ["Inglourious Basterds"]
     assert payload["grounding"] == "structured" and payload["usage"]["calls"] == 0
+
+
+def test_the_default_ask_reads_a_year_on_the_award_honour_not_the_films_release(
+        fresh_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Birdman won Best Picture at the 2015 ceremony; Spotlight came out in 2015 and won in 2016. The year a question
+    names qualifies the n-ary fact (the honour) on the chain when it can, so only Birdman is kept."""
+    pytest.importorskip("llama_cpp")
+    assert main(["ask", "Which film won Best Picture in 2015?", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in payload["answers"]] == ["Birdman"]
+    assert payload["grounding"] == "structured" and payload["usage"]["calls"] == 0
+
+
+def test_the_default_ask_weighs_the_answer_pattern_by_the_demo_scorers_answer_types(
+        fresh_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo scorer carries an answer-type prior: "Where was the director of Titanic born?" reads as a place, so
+    the chain goes on past the director (without the prior it stops at James Cameron)."""
+    pytest.importorskip("llama_cpp")
+    built, _ = _leftovers(fresh_cache)
+    assert (built[0] / "answer_types" / "answer_types.json").is_file()
+    question = "Where was the director of Titanic born?"
+    trace = tmp_path / "trace.json"
+    assert main(["ask", question, "--json", "--trace", str(trace)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in payload["answers"]] == ["Kapuskasing"]
+    # (James Cameron both directed and wrote Titanic: either relation reaches his birthplace)
+    assert payload["main_chain"].endswith(",people.person.place_of_birth")
+    (typing,) = [e for e in json.loads(trace.read_text())["trace"] if e.get("step") == "chains.answer_types"]
+    assert 0 < typing["p"] <= 1 and typing["best"]
+    assert main(["ask", question, "--json", "--method-config", "answer_type_weight=0"]) == 0
+    assert [a["name"] for a in json.loads(capsys.readouterr().out)["answers"]] == ["James Cameron"]

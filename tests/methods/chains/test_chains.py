@@ -151,3 +151,15 @@ def test_every_chains_prompt_shows_worked_examples_and_its_judges_reason_first()
             signature.reply.model_validate(reply)
             if signature.prompt in ("main_reasoning", "constraint_reasoning"):
                 assert next(iter(reply)) == "reason"
+
+
+def test_answer_types_must_name_a_model_directory(tmp_path: Path) -> None:
+    from kgqa.errors import ConfigError
+    from kgqa.steps.foresight.answer_types import bundled_model
+
+    with pytest.raises((ConfigError, ValueError), match="not an answer-type model directory"):
+        get_method("chains", answer_types=str(tmp_path))
+    assert bundled_model(tmp_path) is None and bundled_model(None) is None
+    (tmp_path / "answer_types").mkdir()
+    (tmp_path / "answer_types" / "answer_types.json").write_text("{}")
+    assert bundled_model(tmp_path) == tmp_path / "answer_types"

@@ -15,7 +15,11 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   answer path, :func:`kgqa.steps.foresight.graph.rank_answers`) is the chain tried first: the pruner puts the hop
   that continues it on top of the stack, and the judge goes forward along it and finishes at its end, unless a hop
   fails verification; every other chain is judged by the rule below. The answers of a finished chain are ordered as
-  FoG orders its answers (the best path along the chain to each).
+  FoG orders its answers (the best path along the chain to each). With an answer-type model (``answer_types``, or
+  the one a scorer directory carries in ``answer_types/``, as the demo scorer does) the reading weighs each pattern
+  by P(the type of its end | question) ** ``answer_type_weight``, as FoG's graph mode does: "When was Inception
+  released?" then starts on the release date, not the producers (the first-use benchmark's tuning sets: 15 of 32
+  without the prior, 20 with it; issue 52's closing note).
 * **Forward / stop by the scorer** (``judge=scorer``). A chain is read as FoG reads a path, at the level of relations:
   its *value* is the geometric mean of its weakest and its last hop's best propagated triple, times 1 - the best
   triple leading on from its typical end (the median over the entities it reached; an entity a relevant triple leads
@@ -62,11 +66,11 @@ Fidelity (paper vs kgqa):
 | relation search | CCoR: the relations leaving the chain's end | same; the chain may always walk back along its last relation (`walk_back=always`) and never passes back through a topic | yes: MetaQA's "films that share actors with X" walks back; X is not its own answer |
 | graph side | FoG: one foresight expansion, far-to-near propagation | same, the chain depth as hop budget, FoG's tau_e 0.02, tau_p 0.7 and hub caps | no |
 | relation pruning | CCoR: the LLM keeps its top k = 3 | the trained scorer: a relation is followed only if a triple it opens was kept (> `min_hop_score`), ranked by the best reading within the depth; top 3 on CCoR's stack (`steering=llm` is CCoR's) | yes: trained, not prompted, so a small model does the least |
-| first chain tried | FoG: graph mode's answer pattern (kgqa's reading) | that pattern's hops go on top of the stack and the judge follows it to its end unless a hop fails verification | yes: the scorer's foresight picks the branch first tried |
+| first chain tried | FoG: graph mode's answer pattern (kgqa's reading) | that pattern, weighed by the answer-type prior when one is given or the scorer carries one (`answer_types`, `answer_type_weight`), goes on top of the stack and the judge follows it to its end unless a hop fails verification | yes: the scorer's foresight picks the branch first tried; the answer types are kgqa's (FoG's graph mode has them too) |
 | forward / stop | CCoR: the LLM's two hierarchical questions | the scorer's rule: a chain's value (weakest and last hop, discounted by what leads on) against its extensions (`judge=llm` is CCoR's) | yes: the rule the issue proposed stopped many chains a hop early on MetaQA |
 | hop verification | VoG: each step checked against what the KG shows | the hop's best triples re-scored against its sub-goal alone, no propagation; below `verify_threshold` (0.02) the chain backtracks | yes: the scorer checks, not an LLM |
 | sub-goals | FoG: the LLM decomposes the question | one decomposition call with a remote model (`decompose=auto`), else the question is every hop's sub-goal | yes: a 135M model's sub-goals are noise |
-| constraints | CCoR: the LLM's Constraint action starts a constraint chain | a finished chain is Constraint when the question has a second topic or names a year or an ordering; the graph first keeps candidates whose path touches them (`mention_constraint`), then CCoR's constraint chain | yes: the scorer cannot see a constraint |
+| constraints | CCoR: the LLM's Constraint action starts a constraint chain | a finished chain is Constraint when the question has a second topic or names a year or an ordering; the graph first keeps candidates whose path touches them (`mention_constraint`; at a nameless mediator on the path when one is linked: the year of an award honour, not the film's release), then CCoR's constraint chain | yes: the scorer cannot see a constraint |
 | fallbacks | CCoR: Global Entity Filtering, then direct generation | same | no |
 | call budget | CCoR: none stated | at most `max_calls` (3), re-asks included; spent in the constraint chain, the main chain's candidates answer | yes: kgqa's bound, so the cost per question is known |
 | answer order | CCoR: a set | ordered as FoG orders its answers (the best path along the chain to each) | yes: Hits@1 reads the first answer |
@@ -77,6 +81,7 @@ Fidelity (paper vs kgqa):
 from __future__ import annotations
 
 import re
+import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -85,6 +90,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
+from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain, is_literal, literal_value
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
@@ -109,7 +115,8 @@ if TYPE_CHECKING:
 
 PROMPTS = PromptBook.for_package("kgqa.methods.chains")
 #: How a user gets a scorer for a KG that has none (the end of the errors that say so).
-HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` and pass "
+HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` (a KG with no "
+                "labelled questions: `kgqa train fog --synthetic --kg KG --out MODELDIR`) and pass "
                 "`--method-config scorer=MODELDIR`")
 #: Words of a question that ask for a constraint the scorer cannot check (a year, an ordering, a comparison).
 #: A year or number written in the question (a constraint value the graph can check without the LLM).
@@ -183,11 +190,29 @@ class ChainsConfig(CoRConfig):
     max_frontier: int = Field(default=500, ge=1, description="expansion: frontier nodes per layer")
     node_fanout: int = Field(default=1000, ge=1, description="expansion: triples one non-topic node contributes")
     decompose_tokens: int = Field(default=96, ge=16, description="max reply tokens of the decomposition")
+    answer_types: str | None = Field(default=None, description="directory of an answer-type model (`kgqa train "
+                                     "answer-types --out DIR`) weighing the answer pattern tried first; None: the "
+                                     "one the scorer directory carries, if any (the demo scorer does)")
+    answer_type_weight: float = Field(default=1.0, ge=0.0, le=10.0, description="exponent on P(the pattern's "
+                                      "answer type | question); 0: no answer-type prior")
 
     @field_validator("scorer")
     @classmethod
     def _scorer_dir(cls, value: str | None) -> str | None:
         return check_scorer_dir(value, what="foresight scorer", how_to_train=HOW_TO_TRAIN)
+
+    @field_validator("answer_types")
+    @classmethod
+    def _answer_types_dir(cls, value: str | None) -> str | None:
+        from kgqa.steps.foresight.answer_types import model_file
+
+        if value is None or not str(value).strip():
+            return None
+        try:
+            model_file(value)  # a wrong directory is a one-line error before any question
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return str(value)
 
 
 @dataclass
@@ -233,6 +258,11 @@ class Chains(ChainMethod):
     def __init__(self, config: MethodConfig | None = None, /, **settings: Any) -> None:
         super().__init__(config, **settings)
         self._loader = ScorerLoader(self.config.scorer, method="chains", how_to_train=HOW_TO_TRAIN)
+        self._types: tuple[Any, Any] | None = None
+        self._types_lock = threading.Lock()
+
+    def check_ready(self, ctx: MethodContext) -> None:
+        self._loader.get(ctx)  # a KG with no scorer is refused before any question (and the scorer is loaded once)
 
     def needs(self, llm: str | None = None) -> Needs:
         # CCoR's pruner still prunes the constraint chain (and the main chain with steering=llm).
@@ -259,12 +289,13 @@ class Chains(ChainMethod):
         texts = list(dict.fromkeys([question.text, *sub_goals]))
         caps = Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
                     node_fanout=cfg.node_fanout)
+        prior = self._answer_prior(question, scorer, labels, ctx)
         graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, scorer.questions(labels, texts)),
                        hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e, caps=caps, seed_floor=True)
         scorer.propagate(graph)
         # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain first.
         ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),
-                                 within="expanded", combine="min_last", simple=False)
+                                 within="expanded", combine="min_last", simple=False, pattern_prior=prior)
         pattern = tuple(Hop(rel, Direction.IN if back else Direction.OUT) for rel, back in ranked[0].pattern) \
             if ranked else ()
         ctx.trace.add("chains.expand", sub_goals=texts, scored=graph.scored, kept=len(graph), cut=dict(graph.cut),
@@ -274,6 +305,40 @@ class Chains(ChainMethod):
             len(present) > 1 or bool(_CONSTRAINT_CUE.search(question.text)))
         _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern))
         return super()._from_topics(question, ctx, present)
+
+    def _answer_prior(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext) -> Any:
+        """The answer-type prior on the pattern FoG's reading picks (``answer_types``, else the one the scorer
+        carries), or None; the trace says which type the question reads as."""
+        if self.config.answer_type_weight == 0:
+            return None
+        loaded = self._answer_types(scorer, labels)
+        if loaded is None:
+            return None
+        types, embedder = loaded
+        mentions = [t.name for t in question.topic_entities if t.name]
+        answer_rows, topic_rows = types.read(embedder, [question.text], [mentions])
+        best = int(answer_rows[0].argmax())
+        ctx.trace.add("chains.answer_types", best=types.classes[best], p=round(float(answer_rows[0][best]), 4))
+        return types.prior(answer_rows[0], self.config.answer_type_weight,
+                           topic=None if topic_rows is None else topic_rows[0])
+
+    def _answer_types(self, scorer: Any, labels: Any) -> tuple[Any, Any] | None:
+        """(answer-type model, the embedder it reads with), loaded once; None when neither the config nor the
+        scorer names one."""
+        with self._types_lock:
+            if self._types is None:
+                from kgqa.steps.foresight.answer_types import AnswerTypes, bundled_model
+                from kgqa.steps.foresight.loading import shared_embedder
+
+                where = self.config.answer_types or bundled_model(getattr(scorer, "path", None))
+                if where is None:
+                    self._types = (None, None)
+                else:
+                    types = AnswerTypes.load(str(where))
+                    same = getattr(labels.embedder, "name", None) == types.embedder_name
+                    self._types = (types, labels.embedder if same else shared_embedder(types.encoder))
+            types, embedder = self._types
+        return None if types is None else (types, embedder)
 
     def _sub_goals(self, question: Question, ctx: MethodContext) -> list[str]:
         """The decomposition's sub-goals (one call) when ``decompose`` asks for it; the question otherwise."""
@@ -417,9 +482,15 @@ class Chains(ChainMethod):
                 if n in wanted or any(text.startswith(x) or f" {x}" in text for x in numbers if text):
                     linked.add(node)
                     break
+        # A nameless mediator on the chain is an n-ary fact (an award honour, a performance): what the question names
+        # qualifies that fact when it can ("won Best Picture in 2015" is the honour's year, not the film's release).
+        unnamed = ctx.kg.names([n for n in linked if not is_literal(n)])
+        at_mediator = {n for n in linked if not is_literal(n) and not unnamed.get(n)}
+        if at_mediator:
+            linked = at_mediator
         final = list(dict.fromkeys(path[-1] for path in (result.paths or []) if any(n in linked for n in path[1:])))
         ctx.trace.add("chains.mention_constraint", named=sorted(numbers) + [str(o) for o in others], nodes=len(nodes),
-                      linked=len(linked), kept=len(final), of=len(result.entities))
+                      linked=len(linked), at_mediator=bool(at_mediator), kept=len(final), of=len(result.entities))
         if not final or len(final) >= len(result.entities):
             return []
         note_answer_cap("chains.mention_constraint", result.entities, final, loss="answer_step")
