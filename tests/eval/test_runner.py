@@ -542,3 +542,17 @@ def test_results_writer_modes_write_the_same_whole_lines(tmp_path: Path) -> None
     assert contents[0] == contents[1] == contents[2]
     with pytest.raises(ConfigError, match="fsync mode"):
         ResultsWriter(tmp_path / "x.jsonl", fsync="sometimes")
+
+
+@pytest.mark.parametrize("method", ["chains", "fog"])
+def test_a_scorer_method_on_a_kg_with_no_scorer_is_refused_before_the_run_starts(tmp_path: Path, toy_kg: Any,
+                                                                                 method: str) -> None:
+    """Not one error row per question: one error, naming both ways to train a scorer, and no run directory."""
+    from kgqa.errors import ConfigError
+
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match="needs a trained scorer for this KG") as caught:
+        run_eval("toy", questions=_toy_questions(3), out=out, method=method, llm=ScriptedModel([{"reply": "unused"}]),
+                 kg=toy_kg, progress=False, report=False)
+    assert "--synthetic" in str(caught.value) and "--dataset NAME" in str(caught.value)
+    assert not out.exists()

@@ -242,6 +242,9 @@ def run_eval(
     # Build what the questions need before touching the run directory, so a bad spec leaves nothing behind.
     recorder = Recorder()
     base = build_context(needs, resources, seed=seed, recorder=recorder)
+    check_ready = getattr(method_obj, "check_ready", None)
+    if callable(check_ready):
+        check_ready(base)  # e.g. a scorer method on a KG with none: one error, not one per question
     _note_concurrency(base.llm, workers)
     run_config = _run_config(dataset, split, method_name, settings, method_config_dump(method_obj) or settings,
                              needs, resources, seed=seed, shuffle=shuffle, limit=limit, workers=workers,

@@ -141,6 +141,12 @@ class KGQAMethod(abc.ABC):
         its paper's."""
         return None
 
+    def check_ready(self, ctx: MethodContext) -> None:
+        """Raise a :class:`ConfigError` when this method cannot answer any question with ``ctx`` (a trained part
+        the KG has none of), so a run refuses up front rather than failing each question; the default checks
+        nothing."""
+        return None
+
     @abc.abstractmethod
     def answer(self, question: Question, ctx: MethodContext) -> Prediction: ...
 

@@ -9,14 +9,15 @@ from pydantic import Field, field_validator
 
 from kgqa.errors import ConfigError
 from kgqa.methods.base import MethodConfig
-from kgqa.steps.foresight.answer_types import model_file
 from kgqa.methods.fog.reading import READING
+from kgqa.steps.foresight.answer_types import model_file
 from kgqa.steps.foresight.loading import check_scorer_dir
 
 #: An answer type this likely is one the question asks for (the typed retry's trigger and target).
 TYPED_RETRY_P = 0.5
 #: How a user gets a scorer for a KG that has none (the end of the errors that say so).
-HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` and pass "
+HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` (a KG with no "
+                "labelled questions: `kgqa train fog --synthetic --kg KG --out MODELDIR`) and pass "
                 "`--method-config scorer=MODELDIR`")
 
 

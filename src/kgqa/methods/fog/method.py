@@ -57,7 +57,6 @@ import numpy as np
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.llm import is_local_spec
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.steps.foresight.answer_types import AnswerTypes
 from kgqa.methods.fog.config import HOW_TO_TRAIN, TYPED_RETRY_P, FoGConfig
 from kgqa.methods.fog.details import AnswerTyping, Expansion, FoGDetails, TypedRetry
 from kgqa.methods.fog.memory import SIGNATURES, answer_with_llm
@@ -66,6 +65,7 @@ from kgqa.methods.fog.trainer import TRAINERS
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.entities import topics_in_kg
+from kgqa.steps.foresight.answer_types import AnswerTypes
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, PatternPrior, RankedAnswer, Triple, pattern_name
 from kgqa.steps.foresight.loading import ScorerLoader
 from kgqa.steps.losses import note_answer_cap, note_entities
@@ -127,6 +127,9 @@ class FoG(KGQAMethod):
         if self.config.mode == "auto":
             return bool(llm) and not is_local_spec(llm)
         return self.config.mode == "llm"
+
+    def check_ready(self, ctx: MethodContext) -> None:
+        self._loader.get(ctx)  # a KG with no scorer is refused before any question (and the scorer is loaded once)
 
     def needs(self, llm: str | None = None) -> Needs:
         return Needs(kg=True, llm=self.uses_llm(llm), embedder=False, artifacts=("label-embeddings",))
