@@ -1,10 +1,13 @@
 """First use, as a new user meets kgqa (issue 52 item 14): the default offline ``kgqa ask`` on the demo KG.
 
-Two sets of 10 questions about the demo KG, written for this benchmark (none is one of the demo's 61 questions in
+Sets of questions about the demo KG, written for this benchmark (none is one of the demo's 61 questions in
 ``src/kgqa/data/demo/questions.jsonl``): 1-3 hops, a year or entity constraint, an award, an alias ("Oscar",
 "Tarantino"). ``dev`` is the set the defaults were tuned on; ``held-out`` was written at the same time and read only
-for the final figure. Each question's gold answers are written out by name and checked, before anything runs, against
-the chain (and constraint) that answers it on the demo KG, so a gold answer is a KG fact, not a guess.
+for the final figures (three times in all: issue 52's closing notes list each run). ``dev2`` (22 more, written
+later to tune on a wider set than 10 questions) was written after the held-out set had been read, so it may echo
+its kinds of question; it never copies one, and no choice is made on the held-out set. Each question's gold
+answers are written out by name and checked, before anything runs, against the chain (and constraint) that
+answers it on the demo KG, so a gold answer is a KG fact, not a guess.
 
 Each question is one real ``kgqa ask QUESTION --json`` process with the defaults (the config's method, the local
 model, the demo KG; ``--ask-arg`` adds flags, e.g. ``--ask-arg=--method --ask-arg=ccor`` to measure another method),
@@ -82,6 +85,53 @@ SETS: dict[str, tuple[Item, ...]] = {
              "film.director.film", ("Inglourious Basterds", "Once Upon a Time in Hollywood"),
              (1, "film.film.starring,film.performance.actor", "brad_pitt")),
     ),
+    "dev2": (
+        Item("Who directed Gladiator?", "1 hop", "gladiator", "film.film.directed_by", ('Ridley Scott',)),
+        Item("Who did the music for Memento?", "1 hop", "memento", "film.film.music", ('David Julyan',)),
+        Item("Which films did Ridley Scott direct?", "1 hop", "ridley_scott", "film.director.film",
+             ('Alien', 'Blade Runner', 'Gladiator')),
+        Item("When was Inception released?", "1 hop", "inception", "film.film.initial_release_date", ('2010',)),
+        Item("Which country is Peter Jackson from?", "1 hop", "peter_jackson", "people.person.nationality",
+             ('New Zealand',)),
+        Item("Which films did Hans Zimmer score?", "1 hop", "hans_zimmer", "film.music_contributor.film",
+             ('Batman Begins', 'Dune', 'Dune: Part Two', 'Dunkirk', 'Gladiator', 'Inception', 'Interstellar',
+              'The Dark Knight', 'The Dark Knight Rises')),
+        Item("What genre is Jaws?", "1 hop", "jaws", "film.film.genre", ('Adventure Film', 'Thriller')),
+        Item("Who composed the music for the films directed by Ridley Scott?", "2 hops", "ridley_scott",
+             "film.director.film,film.film.music", ('Hans Zimmer', 'Jerry Goldsmith', 'Vangelis')),
+        Item("What nationality is the director of Parasite?", "2 hops", "parasite",
+             "film.film.directed_by,people.person.nationality", ('South Korea',)),
+        Item("When was the director of Jaws born?", "2 hops", "jaws",
+             "film.film.directed_by,people.person.date_of_birth", ('1946-12-18',)),
+        Item("Who directed the prequel to Aliens?", "2 hops", "aliens", "film.film.prequel,film.film.directed_by",
+             ('Ridley Scott',)),
+        Item("Who acted in Titanic?", "2 hops (CVT)", "titanic", "film.film.starring,film.performance.actor",
+             ('Kate Winslet', 'Leonardo DiCaprio')),
+        Item("What films did Cillian Murphy act in?", "2 hops (CVT)", "cillian_murphy",
+             "film.actor.film,film.performance.film", ('Inception', 'Oppenheimer')),
+        Item("Where were the actors of Gravity born?", "3 hops (CVT)", "gravity",
+             "film.film.starring,film.performance.actor,people.person.place_of_birth", ('Arlington', 'Lexington')),
+        Item("What is the capital of the country Hans Zimmer is from?", "2 hops", "hans_zimmer",
+             "people.person.nationality,location.country.capital", ('Berlin',)),
+        Item("Which Christopher Nolan film came out in 2014?", "constraint (year)", "christopher_nolan",
+             "film.director.film", ('Interstellar',), (1, 'film.film.initial_release_date', '2014')),
+        Item("Which Steven Spielberg movie was released in 1975?", "constraint (year)", "steven_spielberg",
+             "film.director.film", ('Jaws',), (1, 'film.film.initial_release_date', '1975')),
+        Item("Which Ridley Scott films starred Russell Crowe?", "constraint (entity)", "ridley_scott",
+             "film.director.film", ('Gladiator',), (1, 'film.film.starring,film.performance.actor', 'russell_crowe')),
+        Item("Who won the Oscar for Best Supporting Actor in 2010?", "award, alias, constraint (year)",
+             "academy_award_for_best_supporting_actor", "award.award_category.winners,award.award_honor.award_winner",
+             ('Christoph Waltz',), (1, 'award.award_honor.year', '2010')),
+        Item("Which movie won the Best Picture Oscar in 2013?", "award, alias, constraint (year)",
+             "academy_award_for_best_picture", "award.award_category.winners,award.award_honor.honored_for",
+             ('Argo',), (1, 'award.award_honor.year', '2013')),
+        Item("Who directed the film that won Best Picture in 2017?", "award, 3 hops, constraint (year)",
+             "academy_award_for_best_picture",
+             "award.award_category.winners,award.award_honor.honored_for,film.film.directed_by", ('Barry Jenkins',),
+             (1, 'award.award_honor.year', '2017')),
+        Item("Which Oscars did Christoph Waltz win?", "award", "christoph_waltz",
+             "award.award_winner.awards_won,award.award_honor.award", ('Academy Award for Best Supporting Actor',)),
+    ),
     "held-out": (
         Item("Which Martin Scorsese film came out in 2006?", "constraint (year)", "martin_scorsese",
              "film.director.film", ("The Departed",), (1, "film.film.initial_release_date", "2006")),
@@ -114,7 +164,7 @@ def _id(key: str) -> str:
 
 def gold_ids(kg: Any, item: Item) -> list[str]:
     """The gold answers' ids: the item's chain (and constraint) run on the demo KG, checked against its gold names."""
-    from kgqa.kg.base import ConstraintChain, parse_chain
+    from kgqa.kg.base import ConstraintChain, is_literal, literal_value, parse_chain
 
     chain = parse_chain(item.chain)
     if item.constraint is None:
@@ -127,7 +177,8 @@ def gold_ids(kg: Any, item: Item) -> list[str]:
     if names != sorted(item.gold):
         raise SystemExit(f"gold of {item.text!r} disagrees with the demo KG: written {sorted(item.gold)}, the KG "
                          f"says {names}")
-    return sorted(ids)
+    # a literal answer comes back by its value, with no id ("2010")
+    return sorted(literal_value(i) if is_literal(i) else i for i in ids)
 
 
 def ask(question: str, extra: list[str], env: dict[str, str], timeout: float) -> tuple[dict[str, Any], float, str]:
@@ -206,14 +257,16 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=["dev", "held-out", "both"], default="both")
+    parser.add_argument("--set", choices=[*SETS, "tune", "both", "all"], default="both",
+                        help="both: dev and held-out; tune: dev and dev2 (the sets choices are made on); all: the three")
     parser.add_argument("--ask-arg", action="append", default=[], help="an extra argument of every kgqa ask (repeat)")
     parser.add_argument("--tag", default="", help="results file suffix (first_use-TAG.json)")
     parser.add_argument("--fresh-cache", action="store_true", help="run with a new, empty cache directory")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one ask may take")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args()
-    sets = ["dev", "held-out"] if args.set == "both" else [args.set]
+    sets = {"both": ["dev", "held-out"], "tune": ["dev", "dev2"], "all": ["dev", "dev2", "held-out"]}.get(
+        args.set, [args.set])
     env = dict(os.environ)
     fresh = None
     if args.fresh_cache:
