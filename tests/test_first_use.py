@@ -151,3 +151,21 @@ def test_the_default_ask_weighs_the_answer_pattern_by_the_demo_scorers_answer_ty
     assert 0 < typing["p"] <= 1 and typing["best"]
     assert main(["ask", question, "--json", "--method-config", "answer_type_weight=0"]) == 0
     assert [a["name"] for a in json.loads(capsys.readouterr().out)["answers"]] == ["James Cameron"]
+
+
+def test_a_pattern_ending_on_an_unlikely_type_is_read_again_with_the_likely_types_kept(
+        fresh_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scorer's reading of "What films did Cillian Murphy act in?" ends on his characters, a type the question
+    almost surely does not ask for: the typed retry keeps the performance and replaces the last hop by the film."""
+    pytest.importorskip("llama_cpp")
+    question = "What films did Cillian Murphy act in?"
+    trace = tmp_path / "trace.json"
+    assert main(["ask", question, "--json", "--trace", str(trace)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert sorted(a["name"] for a in payload["answers"]) == ["Inception", "Oppenheimer"]
+    assert payload["main_chain"] == "film.actor.film,film.performance.film"
+    (retry,) = [e for e in json.loads(trace.read_text())["trace"] if e.get("step") == "chains.typed_retry"]
+    assert retry["used"] and retry["before"] == "film.actor.film,film.performance.character"
+    assert retry["after"] == "film.actor.film,film.performance.film" and retry["p_before"] < 0.05
+    assert main(["ask", question, "--json", "--method-config", "typed_retry=false"]) == 0
+    assert "J. Robert Oppenheimer" in [a["name"] for a in json.loads(capsys.readouterr().out)["answers"]]

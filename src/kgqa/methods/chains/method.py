@@ -19,7 +19,11 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   the one a scorer directory carries in ``answer_types/``, as the demo scorer does) the reading weighs each pattern
   by P(the type of its end | question) ** ``answer_type_weight``, as FoG's graph mode does: "When was Inception
   released?" then starts on the release date, not the producers (the first-use benchmark's tuning sets: 15 of 32
-  without the prior, 20 with it; issue 52's closing note).
+  without the prior, 20 with it; issue 52's closing note). When the pattern still ends on a type the question almost
+  surely does not ask for (P < ``typed_retry_below``), a typed retry expands again keeping the likely types' triples
+  below tau_e and steers by a pattern that keeps the first one's hops but the last and ends on a likely type, one hop
+  further at most (FoG's typed retry, which only replaces the last hop); that typed last hop is not re-verified by the
+  scorer that cut it ("What films did Cillian Murphy act in?" ends on the films, not the characters).
 * **Forward / stop by the scorer** (``judge=scorer``). A chain is read as FoG reads a path, at the level of relations:
   its *value* is the geometric mean of its weakest and its last hop's best propagated triple, times 1 - the best
   triple leading on from its typical end (the median over the entities it reached; an entity a relevant triple leads
@@ -66,7 +70,7 @@ Fidelity (paper vs kgqa):
 | relation search | CCoR: the relations leaving the chain's end | same; the chain may always walk back along its last relation (`walk_back=always`) and never passes back through a topic | yes: MetaQA's "films that share actors with X" walks back; X is not its own answer |
 | graph side | FoG: one foresight expansion, far-to-near propagation | same, the chain depth as hop budget, FoG's tau_e 0.02, tau_p 0.7 and hub caps | no |
 | relation pruning | CCoR: the LLM keeps its top k = 3 | the trained scorer: a relation is followed only if a triple it opens was kept (> `min_hop_score`), ranked by the best reading within the depth; top 3 on CCoR's stack (`steering=llm` is CCoR's) | yes: trained, not prompted, so a small model does the least |
-| first chain tried | FoG: graph mode's answer pattern (kgqa's reading) | that pattern, weighed by the answer-type prior when one is given or the scorer carries one (`answer_types`, `answer_type_weight`), goes on top of the stack and the judge follows it to its end unless a hop fails verification | yes: the scorer's foresight picks the branch first tried; the answer types are kgqa's (FoG's graph mode has them too) |
+| first chain tried | FoG: graph mode's answer pattern (kgqa's reading) | that pattern, weighed by the answer-type prior when one is given or the scorer carries one (`answer_types`, `answer_type_weight`), goes on top of the stack and the judge follows it to its end unless a hop fails verification; a pattern ending on an unlikely type is read again with the likely types kept (`typed_retry`, one hop further at most) | yes: the scorer's foresight picks the branch first tried; the answer types and the typed retry are kgqa's (FoG's graph mode has them too) |
 | forward / stop | CCoR: the LLM's two hierarchical questions | the scorer's rule: a chain's value (weakest and last hop, discounted by what leads on) against its extensions (`judge=llm` is CCoR's) | yes: the rule the issue proposed stopped many chains a hop early on MetaQA |
 | hop verification | VoG: each step checked against what the KG shows | the hop's best triples re-scored against its sub-goal alone, no propagation; below `verify_threshold` (0.02) the chain backtracks | yes: the scorer checks, not an LLM |
 | sub-goals | FoG: the LLM decomposes the question | one decomposition call with a remote model (`decompose=auto`), else the question is every hop's sub-goal | yes: a 135M model's sub-goals are noise |
@@ -83,6 +87,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Collection
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -121,6 +126,8 @@ HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg 
 #: Words of a question that ask for a constraint the scorer cannot check (a year, an ordering, a comparison).
 #: A year or number written in the question (a constraint value the graph can check without the LLM).
 _NUMBER_MENTION = re.compile(r"\b\d{4}\b")
+#: An answer type this likely is one the question asks for (FoG's typed retry uses the same bar).
+LIKELY_TYPE = 0.5
 _CONSTRAINT_CUE = re.compile(r"\b(1[5-9]\d\d|20\d\d|first|last|latest|earliest|oldest|youngest|largest|biggest|"
                              r"smallest|highest|lowest|most|least|before|after|during|since|until)\b", re.I)
 
@@ -193,6 +200,11 @@ class ChainsConfig(CoRConfig):
     answer_types: str | None = Field(default=None, description="directory of an answer-type model (`kgqa train "
                                      "answer-types --out DIR`) weighing the answer pattern tried first; None: the "
                                      "one the scorer directory carries, if any (the demo scorer does)")
+    typed_retry: bool = Field(default=True, description="with answer types: when the reading's pattern ends on a "
+                              "type the question almost surely does not ask for, read again with the likely types' "
+                              "triples kept, one hop further or with another last hop (FoG's typed retry, extended)")
+    typed_retry_below: float = Field(default=0.05, ge=0.0, le=0.5, description="the typed retry's trigger: P(type "
+                                     "of the pattern's end | question) below this")
     answer_type_weight: float = Field(default=1.0, ge=0.0, le=10.0, description="exponent on P(the pattern's "
                                       "answer type | question); 0: no answer-type prior")
 
@@ -225,9 +237,24 @@ class _Question:
     sub_goals: list[str]
     constraint: bool
     pattern: Chain = ()
+    #: the pattern's last hop was kept for its answer type (the typed retry), not by the scorer
+    typed: bool = False
 
 
 _STATE: ContextVar[_Question | None] = ContextVar("kgqa_chains_question", default=None)
+
+
+@dataclass(frozen=True)
+class _Typing:
+    """One question's answer types: the model, its row of P(type | question), the prior on patterns."""
+
+    types: Any
+    probabilities: Any
+    prior: Any
+
+
+def _hops(pattern: tuple[tuple[str, bool], ...]) -> Chain:
+    return tuple(Hop(relation, Direction.IN if back else Direction.OUT) for relation, back in pattern)
 
 
 def _around(kg: Any, node: str, limit: int = 50) -> list[str]:
@@ -289,26 +316,34 @@ class Chains(ChainMethod):
         texts = list(dict.fromkeys([question.text, *sub_goals]))
         caps = Caps(seed_fanout=cfg.seed_fanout, fanout=cfg.fanout, max_frontier=cfg.max_frontier,
                     node_fanout=cfg.node_fanout)
-        prior = self._answer_prior(question, scorer, labels, ctx)
-        graph = expand(ctx.kg, seeds, scorer.scorer_for(labels, scorer.questions(labels, texts)),
-                       hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e, caps=caps, seed_floor=True)
-        scorer.propagate(graph)
-        # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain first.
-        ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),
-                                 within="expanded", combine="min_last", simple=False, pattern_prior=prior)
-        pattern = tuple(Hop(rel, Direction.IN if back else Direction.OUT) for rel, back in ranked[0].pattern) \
-            if ranked else ()
+        typing = self._answer_typing(question, scorer, labels, ctx)
+        score_batch = scorer.scorer_for(labels, scorer.questions(labels, texts))
+
+        def read(typed_ends: Collection[tuple[str, bool]] = (), prior: Any = None) -> tuple[Any, list[Any]]:
+            graph = expand(ctx.kg, seeds, score_batch, hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e,
+                           caps=caps, seed_floor=True, typed_ends=typed_ends)
+            scorer.propagate(graph)
+            # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain
+            ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),
+                                     within="expanded", combine="min_last", simple=False, pattern_prior=prior)
+            return graph, ranked
+
+        graph, ranked = read(prior=typing.prior if typing else None)
+        typed = False
+        if typing is not None and cfg.typed_retry:
+            graph, ranked, typed = self._typed_retry(typing, graph, ranked, read, ctx)
+        pattern = _hops(ranked[0].pattern) if ranked else ()
         ctx.trace.add("chains.expand", sub_goals=texts, scored=graph.scored, kept=len(graph), cut=dict(graph.cut),
                       potential=sum(1 for s in graph.scores if s > cfg.tau_p), pattern=format_chain(pattern),
                       seconds=round(time.perf_counter() - started, 4))
         constraint = cfg.constraint_chain and cfg.constraint_cues and (
             len(present) > 1 or bool(_CONSTRAINT_CUE.search(question.text)))
-        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern))
+        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern, typed))
         return super()._from_topics(question, ctx, present)
 
-    def _answer_prior(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext) -> Any:
-        """The answer-type prior on the pattern FoG's reading picks (``answer_types``, else the one the scorer
-        carries), or None; the trace says which type the question reads as."""
+    def _answer_typing(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext) -> _Typing | None:
+        """The question's answer types (``answer_types``, else the model the scorer carries) and their prior on
+        patterns, or None; the trace says which type the question reads as."""
         if self.config.answer_type_weight == 0:
             return None
         loaded = self._answer_types(scorer, labels)
@@ -319,8 +354,37 @@ class Chains(ChainMethod):
         answer_rows, topic_rows = types.read(embedder, [question.text], [mentions])
         best = int(answer_rows[0].argmax())
         ctx.trace.add("chains.answer_types", best=types.classes[best], p=round(float(answer_rows[0][best]), 4))
-        return types.prior(answer_rows[0], self.config.answer_type_weight,
-                           topic=None if topic_rows is None else topic_rows[0])
+        prior = types.prior(answer_rows[0], self.config.answer_type_weight,
+                            topic=None if topic_rows is None else topic_rows[0])
+        return _Typing(types, answer_rows[0], prior)
+
+    def _typed_retry(self, typing: _Typing, graph: Any, ranked: list[Any], read: Any, ctx: MethodContext
+                     ) -> tuple[Any, list[Any], bool]:
+        """When the reading's pattern ends on a type the question almost surely does not ask for (P below
+        ``typed_retry_below``), expand again keeping the triples of its likely types (P >= :data:`LIKELY_TYPE`)
+        below tau_e, and read a pattern that goes one hop further than the first, or replaces its last hop, and ends
+        on a likely type (the first pattern's hops but the last kept, then one or two hops). FoG's typed retry, with the extension: the chain a small scorer stops one hop short
+        ("the director of Jaws" for "When was the director of Jaws born?") is the miss it is for. Returns the graph
+        and reading to steer by, and whether the retry gave them."""
+        likely = typing.types.likely_ends(typing.probabilities, LIKELY_TYPE)
+        first = ranked[0].pattern if ranked else None
+        before = typing.types.end_probability(typing.probabilities, first[-1]) if first else None
+        if not likely or (first is not None and (before is None or before >= self.config.typed_retry_below)):
+            return graph, ranked, False
+
+        def prior(pattern: tuple[tuple[str, bool], ...]) -> float:
+            if not pattern or (first is not None and (pattern[: len(first) - 1] != first[:-1]
+                                                      or len(pattern) > len(first) + 1)):
+                return 0.0
+            p = typing.types.end_probability(typing.probabilities, pattern[-1])
+            return typing.prior(pattern) if p is not None and p >= LIKELY_TYPE else 0.0
+
+        again, retried = read(typed_ends=likely, prior=prior)
+        used = bool(retried) and prior(retried[0].pattern) > 0
+        ctx.trace.add("chains.typed_retry", used=used, p_before=None if before is None else round(before, 4),
+                      before=format_chain(_hops(first)) if first else None,
+                      after=format_chain(_hops(retried[0].pattern)) if retried else None)
+        return (again, retried, True) if used else (graph, ranked, False)
 
     def _answer_types(self, scorer: Any, labels: Any) -> tuple[Any, Any] | None:
         """(answer-type model, the embedder it reads with), loaded once; None when neither the config nor the
@@ -387,7 +451,8 @@ class Chains(ChainMethod):
         if reading.arrival <= cfg.min_hop_score:
             action, reason = Action.BACKTRACK, "the scorer supports no triple of this hop"
         else:
-            if cfg.verify:
+            typed_hop = state.typed and tuple(chain) == state.pattern  # kept for its type, not by the scorer
+            if cfg.verify and not typed_hop:
                 goal = state.sub_goals[min(len(chain), len(state.sub_goals)) - 1]
                 verified = verify_hop(state.scorer, state.labels, goal, state.steering, reading.last_edges)
                 event.update(sub_goal=goal, verified=round(verified, 4))
