@@ -5,6 +5,7 @@ when one is given; the model directory, its config and its card say what it trai
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ def test_train_fog_on_synthetic_questions_alone_writes_a_usable_model_and_says_s
     err = capsys.readouterr().err
     assert code == 0, err
     assert "synthetic questions: 30 made" in err
+    # the propagation phase's expansion says how far it is (hours on Freebase): ten lines at most, the last at the end
+    expanded = re.findall(r"expanded (\d+) of (\d+) subgraphs \(\d+ s; about \d+ s left\)", err)
+    assert expanded and len(expanded) <= 11 and expanded[-1][0] == expanded[-1][1]
     for name in ("weights.pt", "scorer.json", "config.json", "history.json", "MODEL_CARD.md", "scorer-phase.pt"):
         assert (out / name).is_file(), name
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))

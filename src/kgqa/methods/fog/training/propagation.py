@@ -78,10 +78,16 @@ def train_propagation(torch: Any, kg: KnowledgeGraph, questions: Sequence[Traini
 
         build = tqdm(build, desc="subgraphs", unit="q", mininterval=2.0)
     graphs: dict[int, _Graph] = {}
-    for i in build:
+    total, started = len(chosen) + len(chosen_val), time.monotonic()
+    every = max(1, math.ceil(total / 10))
+    for done, i in enumerate(build, 1):
         g = _labelled_graph(torch, kg, questions[i], walks[i], labels, scorer, settings)
         if g is not None and float(g.labels.sum()) > 0:
             graphs[i] = g
+        if not bar and (done % every == 0 or done == total):  # a log has no bar: ten lines, each with time left
+            spent = time.monotonic() - started
+            say(f"expanded {done} of {total} subgraphs ({spent:.0f} s; about {spent / done * (total - done):.0f} s "
+                "left)")
     train_graphs = [graphs[i] for i in chosen if i in graphs]
     val_graphs = [graphs[i] for i in chosen_val if i in graphs]
     edges = sum(int(g.labels.shape[0]) for g in train_graphs)
