@@ -163,3 +163,24 @@ def test_answer_types_must_name_a_model_directory(tmp_path: Path) -> None:
     (tmp_path / "answer_types").mkdir()
     (tmp_path / "answer_types" / "answer_types.json").write_text("{}")
     assert bundled_model(tmp_path) == tmp_path / "answer_types"
+
+
+def test_a_local_model_is_not_asked_for_an_answer_from_memory(kit_scorer_dir: Path) -> None:
+    """direct_generation=auto: the last fallback runs with a remote model only; a local one's remembered answers are
+    invented names, so the question ends with none and the trace says why."""
+    from kgqa.testing import PolicyModel
+
+    kg = shared_movie_kg()
+    model = PolicyModel(by_step({"chains.generate": {"reasoning": "from memory", "answers": ["Inception"]}}))
+    model.name = "local:smollm2"
+    ctx, _, _ = context(kg, model, embedder=offline_embedder(64))
+    pred = solve(chains(kit_scorer_dir, verify_threshold=1.0), question("Which films did Christopher Nolan direct?",
+                                                                         NOLAN), ctx)
+    (fallback,) = events(pred, "fallback")
+    assert fallback["stage"] == "direct_generation" and "skipped: direct_generation=auto" in fallback["cause"]
+    assert pred.names == [] and model.calls == 0
+    # asked for, it runs with the local model too
+    ctx, _, _ = context(kg, model, embedder=offline_embedder(64))
+    pred = solve(chains(kit_scorer_dir, verify_threshold=1.0, direct_generation="on"),
+                 question("Which films did Christopher Nolan direct?", NOLAN), ctx)
+    assert pred.names == ["Inception"] and model.calls == 1

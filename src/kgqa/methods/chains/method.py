@@ -50,8 +50,10 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   hop can lift them; below ``verify_threshold`` the hop does not show what its sub-goal predicts and the chain
   backtracks through the memory stack. Sub-goals come from one decomposition call (``decompose``; ``auto``: only with
   a remote model, since a 135M model's sub-goals are noise), else the question is every hop's sub-goal.
-* **CCoR's constraint chain and fallbacks unchanged** (:class:`kgqa.methods.chain_body.ChainMethod`): constraint
-  sub-question, constraint chain, Global Entity Filtering, direct generation.
+* **CCoR's constraint chain and fallbacks** (:class:`kgqa.methods.chain_body.ChainMethod`): constraint
+  sub-question, constraint chain, Global Entity Filtering, direct generation; the last only with a remote model
+  (``direct_generation=auto``): the 135M local model's answers from memory were invented names ("2010; Bong Joon-ho;
+  Saoirse Ronan" for an Oscar it could not find), which a new user reads as answers.
 * **At most ``max_calls`` LLM calls** (3; re-asks count). When the budget is spent during the constraint chain, the
   main chain's candidates are the answer (the trace says the constraint was not checked); direct generation is then
   skipped rather than over budget.
@@ -75,7 +77,7 @@ Fidelity (paper vs kgqa):
 | hop verification | VoG: each step checked against what the KG shows | the hop's best triples re-scored against its sub-goal alone, no propagation; below `verify_threshold` (0.02) the chain backtracks | yes: the scorer checks, not an LLM |
 | sub-goals | FoG: the LLM decomposes the question | one decomposition call with a remote model (`decompose=auto`), else the question is every hop's sub-goal | yes: a 135M model's sub-goals are noise |
 | constraints | CCoR: the LLM's Constraint action starts a constraint chain | a finished chain is Constraint when the question has a second topic or names a year or an ordering; the graph first keeps candidates whose path touches them (`mention_constraint`; at a nameless mediator on the path when one is linked: the year of an award honour, not the film's release), then CCoR's constraint chain | yes: the scorer cannot see a constraint |
-| fallbacks | CCoR: Global Entity Filtering, then direct generation | same | no |
+| fallbacks | CCoR: Global Entity Filtering, then direct generation | same; direct generation only with a remote model (`direct_generation=auto`) | yes: a local model's remembered answers are invented names |
 | call budget | CCoR: none stated | at most `max_calls` (3), re-asks included; spent in the constraint chain, the main chain's candidates answer | yes: kgqa's bound, so the cost per question is known |
 | answer order | CCoR: a set | ordered as FoG orders its answers (the best path along the chain to each) | yes: Hits@1 reads the first answer |
 | judgement replies | CCoR: the judge reasons, then gives the verdict | same reply models as CCoR, the reason first | no |
@@ -197,6 +199,9 @@ class ChainsConfig(CoRConfig):
     max_frontier: int = Field(default=500, ge=1, description="expansion: frontier nodes per layer")
     node_fanout: int = Field(default=1000, ge=1, description="expansion: triples one non-topic node contributes")
     decompose_tokens: int = Field(default=96, ge=16, description="max reply tokens of the decomposition")
+    direct_generation: Literal["auto", "on", "off"] = Field(
+        default="auto", description="the last fallback, an answer from the model's memory; auto: on with a remote "
+        "model, off with a local one (a 135M model's remembered answers are invented names)")
     answer_types: str | None = Field(default=None, description="directory of an answer-type model (`kgqa train "
                                      "answer-types --out DIR`) weighing the answer pattern tried first; None: the "
                                      "one the scorer directory carries, if any (the demo scorer does)")
@@ -571,6 +576,13 @@ class Chains(ChainMethod):
 
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         llm = ctx.llm
+        mode = self.config.direct_generation
+        if mode == "off" or (mode == "auto" and is_local_spec(getattr(llm, "name", None))):
+            # a tiny local model's answer from memory is invented names a new user reads as answers: none is honest
+            ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=f"{cause}; skipped: "
+                          f"direct_generation={mode}" + (" and the model is a local one" if mode == "auto" else ""),
+                          reasoning="")
+            return Prediction(grounding=Grounding.PARAMETRIC)
         if isinstance(llm, BudgetedModel) and llm.calls >= llm.budget:
             ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=f"{cause}; skipped: the call budget "
                           f"({llm.budget}) is spent", reasoning="")
