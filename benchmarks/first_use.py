@@ -22,6 +22,7 @@ a gold one) is reported beside it.
     python benchmarks/first_use.py                      # both sets, the defaults
     python benchmarks/first_use.py --set dev --ask-arg=--method --ask-arg=ccor --tag ccor
     python benchmarks/first_use.py --fresh-cache        # a new cache directory: the first question builds everything
+    python benchmarks/first_use.py --set tune --in-process --tag tune   # a fast tuning pass (one process)
 
 Writes ``benchmarks/results/first_use{-TAG}.json`` and ``.md``.
 """
@@ -224,7 +225,28 @@ def ask(question: str, extra: list[str], env: dict[str, str], timeout: float) ->
         return {"error": "the output is not JSON"}, seconds, ""
 
 
-def run(sets: list[str], extra: list[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+def ask_in_process(question: str, extra: list[str], env: dict[str, str], timeout: float
+                   ) -> tuple[dict[str, Any], float, str]:
+    """:func:`ask` in this process (``--in-process``): the same command line, models loaded once for every question,
+    so a tuning pass over 50 questions takes a minute; its seconds are not what a user waits."""
+    import contextlib
+    import io
+
+    from kgqa.cli import main as kgqa_main
+
+    out, err = io.StringIO(), io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = kgqa_main(["ask", question, "--json", *extra])
+    seconds = time.perf_counter() - started
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    if code != 0:
+        return {"error": lines[-1] if lines else f"exit {code}"}, seconds, lines[-1] if lines else ""
+    return json.loads(out.getvalue()), seconds, lines[-1] if lines else ""
+
+
+def run(sets: list[str], extra: list[str], env: dict[str, str], timeout: float, *, in_process: bool = False
+        ) -> dict[str, Any]:
     from kgqa.kg import open_kg
 
     kg = open_kg("demo")
@@ -232,7 +254,7 @@ def run(sets: list[str], extra: list[str], env: dict[str, str], timeout: float) 
     rows: list[dict[str, Any]] = []
     for name in sets:
         for item, gold in zip(SETS[name], golds[name], strict=True):
-            payload, seconds, last = ask(item.text, extra, env, timeout)
+            payload, seconds, last = (ask_in_process if in_process else ask)(item.text, extra, env, timeout)
             answers = [a.get("id") or a.get("name") for a in payload.get("answers", [])]
             names = [a.get("name") for a in payload.get("answers", [])]
             right = bool(answers) and sorted(set(answers)) == gold
@@ -289,6 +311,8 @@ def main() -> None:
     parser.add_argument("--fresh-cache", action="store_true", help="run with a new, empty cache directory")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one ask may take")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    parser.add_argument("--in-process", action="store_true", help="ask in this process, models loaded once (a fast "
+                        "tuning pass; its seconds are not a user's wait)")
     args = parser.parse_args()
     sets = {"both": ["dev", "held-out"], "tune": ["dev", "dev2"], "all": list(SETS)}.get(
         args.set, [args.set])
@@ -304,7 +328,7 @@ def main() -> None:
     load = [round(x, 2) for x in os.getloadavg()]  # at the start: the machine the run met
     try:
         started = time.time()
-        result = run(sets, args.ask_arg, env, args.timeout)
+        result = run(sets, args.ask_arg, env, args.timeout, in_process=args.in_process)
     finally:
         if fresh is not None:
             shutil.rmtree(fresh, ignore_errors=True)
@@ -312,7 +336,8 @@ def main() -> None:
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join(["python", "benchmarks/first_use.py", *sys.argv[1:]]),
         "method": next((r["method"] for r in result["rows"] if r["method"]), str(config.get("method"))),
-        "ask_args": args.ask_arg, "fresh_cache": args.fresh_cache, "commit": source_commit(),
+        "ask_args": args.ask_arg, "fresh_cache": args.fresh_cache, "in_process": args.in_process,
+        "commit": source_commit(),
         "load_average": load, "cpu_count": os.cpu_count(),
         "python": platform.python_version(), "wall_seconds": round(time.time() - started, 1)})
     args.out_dir.mkdir(parents=True, exist_ok=True)
