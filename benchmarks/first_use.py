@@ -215,12 +215,17 @@ def ask(question: str, extra: list[str], env: dict[str, str], timeout: float) ->
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}, time.perf_counter() - started, ""
-    seconds = time.perf_counter() - started
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    if done.returncode != 0:
-        return {"error": lines[-1] if lines else f"exit {done.returncode}"}, seconds, lines[-1] if lines else ""
+    return _reply(done.returncode, done.stdout, done.stderr, time.perf_counter() - started)
+
+
+def _reply(code: int, stdout: str, stderr: str, seconds: float) -> tuple[dict[str, Any], float, str]:
+    """What one ask printed, as :func:`ask` returns it: the JSON payload (or an error), seconds, the last stderr line."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if code != 0:
+        return {"error": last or f"exit {code}"}, seconds, last
     try:
-        return json.loads(done.stdout), seconds, lines[-1] if lines else ""
+        return json.loads(stdout), seconds, last
     except ValueError:
         return {"error": "the output is not JSON"}, seconds, ""
 
@@ -238,11 +243,7 @@ def ask_in_process(question: str, extra: list[str], env: dict[str, str], timeout
     started = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = kgqa_main(["ask", question, "--json", *extra])
-    seconds = time.perf_counter() - started
-    lines = [line for line in err.getvalue().splitlines() if line.strip()]
-    if code != 0:
-        return {"error": lines[-1] if lines else f"exit {code}"}, seconds, lines[-1] if lines else ""
-    return json.loads(out.getvalue()), seconds, lines[-1] if lines else ""
+    return _reply(code, out.getvalue(), err.getvalue(), time.perf_counter() - started)
 
 
 def run(sets: list[str], extra: list[str], env: dict[str, str], timeout: float, *, in_process: bool = False

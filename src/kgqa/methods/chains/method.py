@@ -97,7 +97,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
-from kgqa.errors import ConfigError
 from kgqa.kg.base import Chain, ChainResult, Direction, Hop, format_chain, is_literal, literal_value
 from kgqa.llm import is_local_spec
 from kgqa.llm.base import LLMError
@@ -109,8 +108,9 @@ from kgqa.methods.chains.steering import ChainSteering, ForesightPruner, verify_
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import presentable
 from kgqa.steps.explore import Action, Judgement
+from kgqa.steps.foresight.answer_types import LIKELY_TYPE, QuestionTyping, bundled_model, check_answer_types_dir
 from kgqa.steps.foresight.graph import Caps, expand, rank_answers
-from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir
+from kgqa.steps.foresight.loading import ScorerLoader, check_scorer_dir, load_answer_types
 from kgqa.steps.losses import note_answer_cap
 from kgqa.steps.pruning import PruningConfig, pruner_needs_embedder, resolve_pruner
 from kgqa.steps.relations import reached_view
@@ -128,8 +128,6 @@ HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg 
 #: Words of a question that ask for a constraint the scorer cannot check (a year, an ordering, a comparison).
 #: A year or number written in the question (a constraint value the graph can check without the LLM).
 _NUMBER_MENTION = re.compile(r"\b\d{4}\b")
-#: An answer type this likely is one the question asks for (FoG's typed retry uses the same bar).
-LIKELY_TYPE = 0.5
 _CONSTRAINT_CUE = re.compile(r"\b(1[5-9]\d\d|20\d\d|first|last|latest|earliest|oldest|youngest|largest|biggest|"
                              r"smallest|highest|lowest|most|least|before|after|during|since|until)\b", re.I)
 
@@ -221,15 +219,7 @@ class ChainsConfig(CoRConfig):
     @field_validator("answer_types")
     @classmethod
     def _answer_types_dir(cls, value: str | None) -> str | None:
-        from kgqa.steps.foresight.answer_types import model_file
-
-        if value is None or not str(value).strip():
-            return None
-        try:
-            model_file(value)  # a wrong directory is a one-line error before any question
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return str(value)
+        return check_answer_types_dir(value)
 
 
 @dataclass
@@ -247,15 +237,6 @@ class _Question:
 
 
 _STATE: ContextVar[_Question | None] = ContextVar("kgqa_chains_question", default=None)
-
-
-@dataclass(frozen=True)
-class _Typing:
-    """One question's answer types: the model, its row of P(type | question), the prior on patterns."""
-
-    types: Any
-    probabilities: Any
-    prior: Any
 
 
 def _hops(pattern: tuple[tuple[str, bool], ...]) -> Chain:
@@ -346,7 +327,8 @@ class Chains(ChainMethod):
         _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern, typed))
         return super()._from_topics(question, ctx, present)
 
-    def _answer_typing(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext) -> _Typing | None:
+    def _answer_typing(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext
+                       ) -> QuestionTyping | None:
         """The question's answer types (``answer_types``, else the model the scorer carries) and their prior on
         patterns, or None; the trace says which type the question reads as."""
         if self.config.answer_type_weight == 0:
@@ -355,35 +337,26 @@ class Chains(ChainMethod):
         if loaded is None:
             return None
         types, embedder = loaded
-        mentions = [t.name for t in question.topic_entities if t.name]
-        answer_rows, topic_rows = types.read(embedder, [question.text], [mentions])
-        best = int(answer_rows[0].argmax())
-        ctx.trace.add("chains.answer_types", best=types.classes[best], p=round(float(answer_rows[0][best]), 4))
-        prior = types.prior(answer_rows[0], self.config.answer_type_weight,
-                            topic=None if topic_rows is None else topic_rows[0])
-        return _Typing(types, answer_rows[0], prior)
+        typing = QuestionTyping.read(types, embedder, question.text, [t.name for t in question.topic_entities if t.name],
+                                     self.config.answer_type_weight)
+        best = int(typing.probabilities.argmax())
+        ctx.trace.add("chains.answer_types", best=types.classes[best], p=round(float(typing.probabilities[best]), 4))
+        return typing
 
-    def _typed_retry(self, typing: _Typing, graph: Any, ranked: list[Any], read: Any, ctx: MethodContext
+    def _typed_retry(self, typing: QuestionTyping, graph: Any, ranked: list[Any], read: Any, ctx: MethodContext
                      ) -> tuple[Any, list[Any], bool]:
         """When the reading's pattern ends on a type the question almost surely does not ask for (P below
         ``typed_retry_below``), expand again keeping the triples of its likely types (P >= :data:`LIKELY_TYPE`)
-        below tau_e, and read a pattern that goes one hop further than the first, or replaces its last hop, and ends
-        on a likely type (the first pattern's hops but the last kept, then one or two hops). FoG's typed retry, with the extension: the chain a small scorer stops one hop short
-        ("the director of Jaws" for "When was the director of Jaws born?") is the miss it is for. Returns the graph
-        and reading to steer by, and whether the retry gave them."""
+        below tau_e, and read a pattern that keeps the first one's hops but the last, then goes on by one or two hops
+        and ends on a likely type. FoG's typed retry, with the extension: the chain a small scorer stops one hop
+        short ("the director of Jaws" for "When was the director of Jaws born?") is the miss it is for. Returns the
+        graph and reading to steer by, and whether the retry gave them."""
         likely = typing.types.likely_ends(typing.probabilities, LIKELY_TYPE)
         first = ranked[0].pattern if ranked else None
-        before = typing.types.end_probability(typing.probabilities, first[-1]) if first else None
+        before = typing.end_p(first)
         if not likely or (first is not None and (before is None or before >= self.config.typed_retry_below)):
             return graph, ranked, False
-
-        def prior(pattern: tuple[tuple[str, bool], ...]) -> float:
-            if not pattern or (first is not None and (pattern[: len(first) - 1] != first[:-1]
-                                                      or len(pattern) > len(first) + 1)):
-                return 0.0
-            p = typing.types.end_probability(typing.probabilities, pattern[-1])
-            return typing.prior(pattern) if p is not None and p >= LIKELY_TYPE else 0.0
-
+        prior = typing.retry_prior(first[:-1] if first else None, max_extra=1)
         again, retried = read(typed_ends=likely, prior=prior)
         used = bool(retried) and prior(retried[0].pattern) > 0
         ctx.trace.add("chains.typed_retry", used=used, p_before=None if before is None else round(before, 4),
@@ -396,16 +369,8 @@ class Chains(ChainMethod):
         scorer names one."""
         with self._types_lock:
             if self._types is None:
-                from kgqa.steps.foresight.answer_types import AnswerTypes, bundled_model
-                from kgqa.steps.foresight.loading import shared_embedder
-
                 where = self.config.answer_types or bundled_model(getattr(scorer, "path", None))
-                if where is None:
-                    self._types = (None, None)
-                else:
-                    types = AnswerTypes.load(str(where))
-                    same = getattr(labels.embedder, "name", None) == types.embedder_name
-                    self._types = (types, labels.embedder if same else shared_embedder(types.encoder))
+                self._types = (None, None) if where is None else load_answer_types(where, labels.embedder)
             types, embedder = self._types
         return None if types is None else (types, embedder)
 
@@ -577,17 +542,16 @@ class Chains(ChainMethod):
     def _direct(self, question: Question, ctx: MethodContext, cause: str) -> Prediction:
         llm = ctx.llm
         mode = self.config.direct_generation
+        skipped = None
         if mode == "off" or (mode == "auto" and is_local_spec(getattr(llm, "name", None))):
             # a tiny local model's answer from memory is invented names a new user reads as answers: none is honest
-            ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=f"{cause}; skipped: "
-                          f"direct_generation={mode}" + (" and the model is a local one" if mode == "auto" else ""),
-                          reasoning="")
-            return Prediction(grounding=Grounding.PARAMETRIC)
-        if isinstance(llm, BudgetedModel) and llm.calls >= llm.budget:
-            ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=f"{cause}; skipped: the call budget "
-                          f"({llm.budget}) is spent", reasoning="")
-            return Prediction(grounding=Grounding.PARAMETRIC)
-        return super()._direct(question, ctx, cause)
+            skipped = f"direct_generation={mode}" + (" and the model is a local one" if mode == "auto" else "")
+        elif isinstance(llm, BudgetedModel) and llm.calls >= llm.budget:
+            skipped = f"the call budget ({llm.budget}) is spent"
+        if skipped is None:
+            return super()._direct(question, ctx, cause)
+        ctx.trace.add("fallback", layer=2, stage="direct_generation", cause=f"{cause}; skipped: {skipped}", reasoning="")
+        return Prediction(grounding=Grounding.PARAMETRIC)
 
     # -- what it did -------------------------------------------------------------------------------------------------
 

@@ -7,14 +7,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from kgqa.errors import ConfigError
 from kgqa.methods.base import MethodConfig
 from kgqa.methods.fog.reading import READING
-from kgqa.steps.foresight.answer_types import model_file
+from kgqa.steps.foresight.answer_types import LIKELY_TYPE, check_answer_types_dir
 from kgqa.steps.foresight.loading import check_scorer_dir
 
 #: An answer type this likely is one the question asks for (the typed retry's trigger and target).
-TYPED_RETRY_P = 0.5
+TYPED_RETRY_P = LIKELY_TYPE
 #: How a user gets a scorer for a KG that has none (the end of the errors that say so).
 HOW_TO_TRAIN = ("train one with `kgqa train fog --dataset NAME --split dev --kg KG --out MODELDIR` (a KG with no "
                 "labelled questions: `kgqa train fog --synthetic --kg KG --out MODELDIR`) and pass "
@@ -117,10 +116,4 @@ class FoGConfig(MethodConfig):
     @field_validator("answer_types")
     @classmethod
     def _answer_types_dir(cls, value: str | None) -> str | None:
-        if value is None or not str(value).strip():
-            return None
-        try:
-            model_file(value)  # a wrong directory is a one-line error before any question; read at the first one
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return str(value)
+        return check_answer_types_dir(value)

@@ -49,15 +49,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
-
-import numpy as np
 
 from kgqa.core import Grounding, MethodContext, Prediction, Question
 from kgqa.llm import is_local_spec
 from kgqa.methods.base import Explanation, KGQAMethod, MethodConfig, Needs
-from kgqa.methods.fog.config import HOW_TO_TRAIN, TYPED_RETRY_P, FoGConfig
+from kgqa.methods.fog.config import HOW_TO_TRAIN, FoGConfig
 from kgqa.methods.fog.details import AnswerTyping, Expansion, FoGDetails, TypedRetry
 from kgqa.methods.fog.memory import SIGNATURES, answer_with_llm
 from kgqa.methods.fog.reading import GraphReading
@@ -65,35 +62,10 @@ from kgqa.methods.fog.trainer import TRAINERS
 from kgqa.methods.registry import register_method
 from kgqa.steps.answers import answer_items, presentable
 from kgqa.steps.entities import topics_in_kg
-from kgqa.steps.foresight.answer_types import AnswerTypes
+from kgqa.steps.foresight.answer_types import LIKELY_TYPE, AnswerTypes, QuestionTyping
 from kgqa.steps.foresight.graph import Caps, ExpandedGraph, PatternPrior, RankedAnswer, Triple, pattern_name
-from kgqa.steps.foresight.loading import ScorerLoader
+from kgqa.steps.foresight.loading import ScorerLoader, load_answer_types
 from kgqa.steps.losses import note_answer_cap, note_entities
-from kgqa.text import load_embedder
-
-
-@dataclass(frozen=True)
-class _Typing:
-    """One question's answer-type reading: the model, its P(type) row and the pattern prior made from it."""
-
-    types: AnswerTypes
-    probabilities: np.ndarray
-    prior: PatternPrior
-
-    def end_p(self, ranked: list[RankedAnswer]) -> float | None:
-        """P(type of the answer pattern's end); None when there is no answer or the end is untyped."""
-        return self.types.end_probability(self.probabilities, ranked[0].pattern[-1]) if ranked else None
-
-    def retry_prior(self, prefix: tuple[tuple[str, bool], ...] | None) -> PatternPrior:
-        """The typed retry's prior: the question's, and 0 for a pattern that does not end on a likely type or (given
-        a ``prefix``) does not keep the first reading's hops but the last."""
-        def prior(pattern: tuple[tuple[str, bool], ...]) -> float:
-            if not pattern or (prefix is not None and pattern[:-1] != prefix):
-                return 0.0
-            p = self.types.end_probability(self.probabilities, pattern[-1])
-            return self.prior(pattern) if p is not None and p >= TYPED_RETRY_P else 0.0
-
-        return prior
 
 
 @register_method("fog")
@@ -169,7 +141,7 @@ class FoG(KGQAMethod):
         return answer_with_llm(self, question, present, scorer, labels, ctx)
 
     def _typed_retry(self, question: Question, seeds: list[str], scorer: Any, labels: Any, ctx: MethodContext,
-                     typing: _Typing, graph: ExpandedGraph, ranked: list[RankedAnswer]
+                     typing: QuestionTyping, graph: ExpandedGraph, ranked: list[RankedAnswer]
                      ) -> tuple[ExpandedGraph, list[RankedAnswer]]:
         """When the answer pattern ends on a type the question almost surely does not ask for (or there is no
         answer), expand once more with the likely types' triples kept below tau_e as last hops
@@ -179,8 +151,8 @@ class FoG(KGQAMethod):
         has_genre 0.0000 and keeps written_by), which no prior over the kept patterns can undo. Only the last hop is
         re-read: a retry free to walk on past a right answer turned "We're No Angels was helmed by whom?" (directed_by,
         right; the classifier, wrongly, sure of films) into the films its directors wrote."""
-        before = typing.end_p(ranked)
-        likely = typing.types.likely_ends(typing.probabilities, TYPED_RETRY_P)
+        before = typing.end_p(ranked[0].pattern if ranked else None)
+        likely = typing.types.likely_ends(typing.probabilities, LIKELY_TYPE)
         if (ranked and (before is None or before >= self.config.typed_retry_below)) or not likely:
             return graph, ranked
 
@@ -200,7 +172,7 @@ class FoG(KGQAMethod):
             # any pattern ending on a likely type
             retry, retried, used = attempt(typing.retry_prior(None), tau_e=tau_e, floor_every_layer=True)
             deep = {"deep_tau_e": tau_e}
-        after = typing.end_p(retried)
+        after = typing.end_p(retried[0].pattern if retried else None)
         account = TypedRetry(used=used, before=pattern_name(ranked[0].pattern) if ranked else None,
                              p_before=None if before is None else round(before, 4),
                              after=pattern_name(retried[0].pattern) if retried else None,
@@ -243,15 +215,15 @@ class FoG(KGQAMethod):
         typing = self._answer_typing(question, labels, ctx)
         return typing.prior if typing else None
 
-    def _answer_typing(self, question: Question, labels: Any, ctx: MethodContext) -> _Typing | None:
+    def _answer_typing(self, question: Question, labels: Any, ctx: MethodContext) -> QuestionTyping | None:
         cfg = self.config
         if cfg.answer_types is None or cfg.answer_type_weight == 0:
             return None
         types, embedder = self._answer_types(labels.embedder)
         mentions = [t.name for t in question.topic_entities if t.name]
-        answer_rows, topic_rows = types.read(embedder, [question.text], [mentions])
-        probabilities = answer_rows[0]
-        topic = topic_rows[0] if topic_rows is not None and cfg.answer_type_topic else None
+        typing = QuestionTyping.read(types, embedder, question.text, mentions, cfg.answer_type_weight,
+                                     topic=cfg.answer_type_topic, junctions=cfg.answer_type_junctions)
+        probabilities, topic = typing.probabilities, typing.topic
         extra: dict[str, Any] = {}
         focus = types.focus(question.text, mentions)
         if focus is not None:
@@ -269,8 +241,7 @@ class FoG(KGQAMethod):
             best=types.classes[best], p=round(float(probabilities[best]), 4), focus=extra.get("focus"),
             topic=extra.get("topic"), topic_p=extra.get("topic_p", {}).get(extra.get("topic")),
             reader=types.reader is not None)
-        return _Typing(types, probabilities, types.prior(probabilities, cfg.answer_type_weight, topic=topic,
-                                                         junctions=cfg.answer_type_junctions))
+        return typing
 
     def _rank(self, graph: ExpandedGraph, ctx: MethodContext, prior: PatternPrior | None) -> list[RankedAnswer]:
         ranked, _ = self.reading.rank(graph, answerable=lambda ids: set(presentable(ctx.kg, ids)),
@@ -281,9 +252,7 @@ class FoG(KGQAMethod):
         """The answer-type model and the embedder it reads with (the scorer's when it is the same one), loaded
         once."""
         if self._types is None:
-            types = AnswerTypes.load(str(self.config.answer_types))
-            same = getattr(scorer_embedder, "name", None) == types.embedder_name
-            self._types = (types, scorer_embedder if same else load_embedder(types.encoder))
+            self._types = load_answer_types(str(self.config.answer_types), scorer_embedder)
         return self._types
 
     def graph_answer(self, graph: ExpandedGraph, ctx: MethodContext, *, source: str,

@@ -219,6 +219,60 @@ def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types
     return shares
 
 
+#: An answer type this likely is one the question asks for (the typed retries' trigger target, FoG's and chains').
+LIKELY_TYPE = 0.5
+
+
+@dataclass(frozen=True)
+class QuestionTyping:
+    """One question's answer-type reading: the model, its P(type) row, the pattern prior made from it and (when the
+    model has a topic head and it was asked for) the P(topic type) row. FoG's graph mode and ``chains`` read alike."""
+
+    types: AnswerTypes
+    probabilities: np.ndarray
+    prior: Callable[[tuple[End, ...]], float]
+    topic: np.ndarray | None = None
+
+    @classmethod
+    def read(cls, types: AnswerTypes, embedder: Any, text: str, mentions: Sequence[str], weight: float, *,
+             topic: bool = True, junctions: bool = True) -> QuestionTyping:
+        answer_rows, topic_rows = types.read(embedder, [text], [list(mentions)])
+        topic_row = topic_rows[0] if topic_rows is not None and topic else None
+        return cls(types, answer_rows[0], types.prior(answer_rows[0], weight, topic=topic_row, junctions=junctions),
+                   topic_row)
+
+    def end_p(self, pattern: tuple[End, ...] | None) -> float | None:
+        """P(type of ``pattern``'s end); None without a pattern or for an untyped end."""
+        return self.types.end_probability(self.probabilities, pattern[-1]) if pattern else None
+
+    def retry_prior(self, prefix: tuple[End, ...] | None, *, max_extra: int = 0) -> Callable[[tuple[End, ...]], float]:
+        """A typed retry's prior: the question's, and 0 for a pattern that does not end on a likely type
+        (:data:`LIKELY_TYPE`) or, given a ``prefix`` (the first reading's hops but the last), does not start with it
+        and go on by one hop and at most ``max_extra`` more."""
+        def prior(pattern: tuple[End, ...]) -> float:
+            if not pattern:
+                return 0.0
+            if prefix is not None and (pattern[: len(prefix)] != prefix
+                                       or not len(prefix) < len(pattern) <= len(prefix) + 1 + max_extra):
+                return 0.0
+            p = self.types.end_probability(self.probabilities, pattern[-1])
+            return self.prior(pattern) if p is not None and p >= LIKELY_TYPE else 0.0
+
+        return prior
+
+
+def check_answer_types_dir(value: str | None) -> str | None:
+    """A method setting naming an answer-type model directory, checked when the settings are (a one-line error before
+    any question; the model is read at the first one); blank is None."""
+    if value is None or not str(value).strip():
+        return None
+    try:
+        model_file(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return str(value)
+
+
 #: The subdirectory in which a scorer directory may carry its own answer-type model (the demo scorer does):
 #: methods reading that scorer use it when no other is configured.
 BUNDLED = "answer_types"

@@ -15,7 +15,8 @@ from typing import Any
 from kgqa.core import MethodContext
 from kgqa.errors import ConfigError
 
-__all__ = ["DEMO_SCORER", "ScorerLoader", "check_scorer_dir", "shared_embedder", "shared_scorer"]
+__all__ = ["DEMO_SCORER", "ScorerLoader", "check_scorer_dir", "load_answer_types", "shared_embedder",
+           "shared_scorer"]
 
 #: The artifact holding the demo KG's own scorer (built on first use into the artifact store).
 DEMO_SCORER = "fog-demo-scorer"
@@ -82,6 +83,16 @@ def shared_embedder(spec: str) -> Any:
     embedder = load_embedder(spec)
     with _SHARED_LOCK:
         return _ENCODERS.setdefault(spec, embedder)
+
+
+def load_answer_types(path: str | Any, scorer_embedder: Any) -> tuple[Any, Any]:
+    """The answer-type model in ``path`` and the embedder it reads with: the scorer's when it is the same encoder,
+    else its own (made once per process)."""
+    from kgqa.steps.foresight.answer_types import AnswerTypes
+
+    types = AnswerTypes.load(str(path))
+    same = getattr(scorer_embedder, "name", None) == types.embedder_name
+    return types, scorer_embedder if same else shared_embedder(types.encoder)
 
 
 class ScorerLoader:
