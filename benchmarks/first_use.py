@@ -7,7 +7,9 @@ for the final figures (three times in all: issue 52's closing notes list each ru
 later to tune on a wider set than 10 questions) was written after the held-out set had been read, so it may echo
 its kinds of question; it never copies one, and no choice is made on the held-out set. ``held-out-2`` (10, the
 held-out set's kinds) was written and committed after the third read of ``held-out``, before any further choice,
-and is read once for the figure that follows those choices. Each question's gold
+and is read once for the figure that follows those choices. ``held-out-3`` (10 more of the same kinds) was written
+and committed at the start of the next round of choices, after ``held-out-2``'s one read, and is read once for that
+round's figure. Each question's gold
 answers are written out by name and checked, before anything runs, against the chain (and constraint) that
 answers it on the demo KG, so a gold answer is a KG fact, not a guess.
 
@@ -180,6 +182,29 @@ SETS: dict[str, tuple[Item, ...]] = {
              ('Joaquin Phoenix',), (1, 'award.award_honor.year', '2020')),
         Item("Who composed the music for the sequel to The Fellowship of the Ring?", "alias, 2 hops",
              "the_fellowship_of_the_ring", "film.film.sequel,film.film.music", ('Howard Shore',)),
+    ),
+    "held-out-3": (
+        Item("Which James Cameron movie came out in 1997?", "constraint (year)", "james_cameron",
+             "film.director.film", ('Titanic',), (1, 'film.film.initial_release_date', '1997')),
+        Item("Who scored Taxi Driver?", "1 hop", "taxi_driver", "film.film.music", ('Bernard Herrmann',)),
+        Item("Who won the Academy Award for Best Director in 2017?", "award, constraint (year)",
+             "academy_award_for_best_director", "award.award_category.winners,award.award_honor.award_winner",
+             ('Damien Chazelle',), (1, 'award.award_honor.year', '2017')),
+        Item("Who directed Roma?", "1 hop", "roma", "film.film.directed_by", ('Alfonso Cuarón',)),
+        Item("Who played Hans Landa?", "2 hops (CVT)", "char_hans_landa",
+             "film.film_character.portrayed_in_films,film.performance.actor", ('Christoph Waltz',)),
+        Item("Where was the director of Fargo born?", "2 hops", "fargo",
+             "film.film.directed_by,people.person.place_of_birth", ('St. Louis Park',)),
+        Item("Who directed the films Jodie Foster acted in?", "3 hops (CVT)", "jodie_foster",
+             "film.actor.film,film.performance.film,film.film.directed_by", ('Jonathan Demme', 'Martin Scorsese')),
+        Item("Which Best Picture winner did Peter Jackson direct?", "award, alias, constraint (entity)",
+             "peter_jackson", "film.director.film", ('The Lord of the Rings: The Return of the King',),
+             (1, 'award.award_winning_work.awards_won,award.award_honor.award', 'academy_award_for_best_picture')),
+        Item("Which film took the Oscar for Best Picture in 2019?", "award, alias, constraint (year)",
+             "academy_award_for_best_picture", "award.award_category.winners,award.award_honor.honored_for",
+             ('Green Book',), (1, 'award.award_honor.year', '2019')),
+        Item("Who composed the music for the sequel to Dark Knight?", "alias, 2 hops", "the_dark_knight",
+             "film.film.sequel,film.film.music", ('Hans Zimmer',)),
     ),
 }
 
