@@ -203,6 +203,27 @@ def test_seed_floor_keeps_the_best_relation_at_the_seeds_only_when_nothing_passe
     second = [t for t, layer in zip(everywhere.triples, everywhere.edge_layer, strict=True) if layer == 2]
     assert {t[1] for t in second} == {"q"} and everywhere.cut["layer_floor"] == len(second) >= 1
     assert "layer_floor" not in floored.cut
+    # the graph says which groups a floor kept (a method need not re-check them against the tau_e they failed)
+    assert floored.floored == {(1, "p", False)} and not kept.floored
+    assert (1, "p", False) in everywhere.floored and {d for d, _, _ in everywhere.floored} == {1, 2}
+
+
+def test_bridge_ends_keep_their_cut_triples_and_walk_on_to_a_typed_end_but_not_at_the_last_layer(
+        cycle_kg: EmbeddedKG) -> None:
+    """A typed end (u) two hops behind a relation the scorer cut (q): without a bridge the walk never reaches it."""
+    low = {"p": 0.9, "q": 0.01, "u": 0.01, "w": 0.01, "t": 0.01, "r": 0.01}
+    typed = {("u", False)}
+    plain = expand(cycle_kg, ["s"], by_relation(low), hops=3, tau_e=0.1, typed_ends=typed)
+    assert "b" not in plain.node_entity and "bridge_floor" not in plain.cut
+    bridged = expand(cycle_kg, ["s"], by_relation(low), hops=3, tau_e=0.1, typed_ends=typed,
+                     bridge_ends={("q", False)})
+    layers = dict(zip(bridged.triples, bridged.edge_layer, strict=True))
+    assert layers[("a", "q", "b")] == 2 and bridged.cut["bridge_floor"] == 1  # kept, and expanded from
+    assert layers[("b", "u", "a")] == 3 and bridged.cut["typed_floor"] >= 1  # the typed end it leads to
+    assert ("b", "q", "c") not in layers  # a bridge at the last layer leads nowhere: not kept
+    # the walk's last layer keeps no bridge
+    short = expand(cycle_kg, ["s"], by_relation(low), hops=2, tau_e=0.1, bridge_ends={("q", False)})
+    assert "bridge_floor" not in short.cut and ("a", "q", "b") not in short.triples
 
 
 def test_typed_ends_keep_their_cut_triples_as_last_hops_that_are_not_expanded(hub_kg: EmbeddedKG) -> None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -221,6 +221,9 @@ def junction_shares(kg: KnowledgeGraph, samples: dict[End, Sequence[str]], types
 
 #: An answer type this likely is one the question asks for (the typed retries' trigger target, FoG's and chains').
 LIKELY_TYPE = 0.5
+#: An end leads on to a typed one when at least this share of its entities can leave by it (a junction's share):
+#: films lead on to their directors, so a typed retry asking for people keeps the films in between (chains).
+BRIDGE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,17 @@ class QuestionTyping:
     def end_p(self, pattern: tuple[End, ...] | None) -> float | None:
         """P(type of ``pattern``'s end); None without a pattern or for an untyped end."""
         return self.types.end_probability(self.probabilities, pattern[-1]) if pattern else None
+
+    def bridge_ends(self, likely: Collection[End], share: float = BRIDGE_SHARE) -> set[End]:
+        """The typed ends one hop before a ``likely`` one: those of the type where a likely end's hop starts (the
+        films, for the directors a hop by ``film.film.directed_by`` reaches) and those whose junction to a likely end
+        has at least ``share`` (the likely ends themselves left out)."""
+        wanted = set(likely)
+        types = self.types.types
+        starts = {types[reverse(b)] for b in wanted if reverse(b) in types}
+        out = {a for a, kind in types.items() if kind in starts}
+        out |= {a for (a, b), value in self.types.junctions.items() if b in wanted and value >= share}
+        return out - wanted
 
     def retry_prior(self, prefix: tuple[End, ...] | None, *, max_extra: int = 0) -> Callable[[tuple[End, ...]], float]:
         """A typed retry's prior: the question's, and 0 for a pattern that does not end on a likely type

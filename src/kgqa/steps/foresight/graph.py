@@ -70,6 +70,8 @@ class ExpandedGraph:
     payloads: list[tuple[Any, np.ndarray]] = field(default_factory=list)  # (scorer payload, kept rows) per batch
     scored: int = 0  # candidate triples scored
     cut: dict[str, int] = field(default_factory=dict)
+    #: (depth, relation, backward) of the groups kept by a floor (``seed_floor``, ``floor_every_layer``), not by tau_e
+    floored: set[tuple[int, str, bool]] = field(default_factory=set)
     _index: dict[Any, int] = field(default_factory=dict)
 
     def node(self, entity: str, depth: int) -> int:
@@ -107,7 +109,7 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
            orientation: Orientation = "layered", caps: Caps = Caps(), skip: Collection[Triple] = (),
            filter_scores: bool = True, seed_floor: bool = False, typed_ends: Collection[tuple[str, bool]] = (),
            typed_limit: int = 2000, floor_every_layer: bool = False, absorbed: Collection[Triple] = (),
-           starts: Mapping[str, int] | None = None) -> ExpandedGraph:
+           starts: Mapping[str, int] | None = None, bridge_ends: Collection[tuple[str, bool]] = ()) -> ExpandedGraph:
     """Expand from ``seeds`` for ``hops`` layers, scoring the frontier's incident triples and keeping s_t > ``tau_e``
     (every triple when ``filter_scores`` is False: the "plain BFS" ablation). Triples in ``skip`` (rejected by the
     memory manager; ``cut["masked_triples"]``) and in ``absorbed`` (already in its memory; ``cut["absorbed_triples"]``)
@@ -124,6 +126,9 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     triples below tau_e are kept too, at most ``typed_limit`` per layer (the best-scored; ``cut["typed_limit"]``
     counts the rest), as *terminal* edges: their far nodes are candidate answers and are not expanded from
     (``cut["typed_floor"]`` counts them). A relation the scorer cut at the last hop can then still end a walk.
+    ``bridge_ends`` (groups whose end commonly leads on to a typed one: the films before "who directed the films X
+    starred in" asks for their directors): kept below tau_e too, on every layer but the last, within the same limit,
+    and expanded from (``cut["bridge_floor"]``), so a walk the scorer cut one hop before the typed end can reach it.
 
     A self-loop at a seed (MetaQA merges a person and the film about them: "Lemmy starred_actors Lemmy") is scored
     like any other triple at the seeds and walked both ways (the film's actor, the actor's film); the seed reached
@@ -133,6 +138,7 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
     is left out."""
     graph = ExpandedGraph(seeds=list(dict.fromkeys(seeds)), orientation=orientation)
     typed = set(typed_ends)
+    bridges = set(bridge_ends) - typed
     seed_set = set(graph.seeds)
     frontier = [graph.node(s, 0) for s in graph.seeds]
     frontier_score = dict.fromkeys(frontier, 1.0)
@@ -171,9 +177,14 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
             keep = np.asarray([row for row in range(len(candidates))
                                if (triples[row][1], bool(backward[row])) == group], dtype=np.int64)
             graph.count("seed_floor" if depth == 1 else "layer_floor", len(keep))
+            graph.floored.add((depth, *group))
         terminal = _typed_floor(triples, backward, scores, keep, typed, typed_limit, graph) if typed else set()
         if terminal:
             keep = np.sort(np.concatenate([keep, np.fromiter(terminal, dtype=np.int64, count=len(terminal))]))
+        if bridges and depth < hops:
+            bridged = _typed_floor(triples, backward, scores, keep, bridges, typed_limit, graph, what="bridge")
+            if bridged:
+                keep = np.sort(np.concatenate([keep, np.fromiter(bridged, dtype=np.int64, count=len(bridged))]))
         graph.count("below_tau_e", len(candidates) - len(keep))
         kept_rows: list[int] = []
         next_frontier: dict[int, float] = {}
@@ -203,16 +214,17 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
 
 
 def _typed_floor(triples: list[Triple], backward: np.ndarray, scores: np.ndarray, keep: np.ndarray,
-                 typed: set[tuple[str, bool]], limit: int, graph: ExpandedGraph) -> set[int]:
-    """The rows of typed groups that tau_e cut, best-scored first, at most ``limit`` (see :func:`expand`)."""
+                 typed: set[tuple[str, bool]], limit: int, graph: ExpandedGraph, *, what: str = "typed") -> set[int]:
+    """The rows of typed (or bridge) groups that tau_e cut, best-scored first, at most ``limit`` (see
+    :func:`expand`); counted as ``{what}_limit`` and ``{what}_floor``."""
     kept = set(keep.tolist())
     rows = [row for row in range(len(triples))
             if row not in kept and (triples[row][1], bool(backward[row])) in typed]
     if len(rows) > limit:
         rows.sort(key=lambda row: -float(scores[row]))
-        graph.count("typed_limit", len(rows) - limit)
+        graph.count(f"{what}_limit", len(rows) - limit)
         rows = rows[:limit]
-    graph.count("typed_floor", len(rows))
+    graph.count(f"{what}_floor", len(rows))
     return set(rows)
 
 
