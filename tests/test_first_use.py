@@ -169,3 +169,37 @@ def test_a_pattern_ending_on_an_unlikely_type_is_read_again_with_the_likely_type
     assert retry["after"] == "film.actor.film,film.performance.film" and retry["p_before"] < 0.05
     assert main(["ask", question, "--json", "--method-config", "typed_retry=false"]) == 0
     assert "J. Robert Oppenheimer" in [a["name"] for a in json.loads(capsys.readouterr().out)["answers"]]
+
+
+def test_the_typed_retry_walks_through_the_films_the_scorer_cut_to_their_directors(
+        fresh_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """"Who directed the films Harrison Ford starred in?" asks for people two hops past the films; the scorer's
+    reading stops at the films or his characters. The retry keeps the films (a bridge: films lead on to directors)
+    below tau_e and goes one hop further to the directors; without the bridges it cannot."""
+    pytest.importorskip("llama_cpp")
+    question = "Who directed the films Harrison Ford starred in?"
+    trace = tmp_path / "trace.json"
+    assert main(["ask", question, "--json", "--trace", str(trace)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["main_chain"] == "film.actor.film,film.performance.film,film.film.directed_by"
+    assert {"Steven Spielberg", "George Lucas", "Ridley Scott"} <= {a["name"] for a in payload["answers"]}
+    (retry,) = [e for e in json.loads(trace.read_text())["trace"] if e.get("step") == "chains.typed_retry"]
+    assert retry["used"] and retry["after"] == payload["main_chain"]
+    assert main(["ask", question, "--json", "--method-config", "typed_retry_bridges=false"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert not payload["main_chain"].endswith("film.film.directed_by")
+    assert "Steven Spielberg" not in {a["name"] for a in payload["answers"]}
+
+
+def test_a_hop_kept_by_the_seed_floor_is_not_refused_by_the_scorer_that_cut_it(
+        fresh_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """From the award, every triple into its honours (CVTs) scores below tau_e; the seed floor keeps the best group
+    as the only way on. Verifying that hop by the same scorer (threshold tau_e) would refuse it and leave no answer."""
+    pytest.importorskip("llama_cpp")
+    question = "Who won the Oscar for Best Supporting Actor in 2010?"
+    trace = tmp_path / "trace.json"
+    assert main(["ask", question, "--json", "--trace", str(trace)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in payload["answers"]] == ["Christoph Waltz"]
+    hops = [e for e in json.loads(trace.read_text())["trace"] if e.get("step") == "chains.hop"]
+    assert hops and "verified" not in hops[0]  # the floored first hop is taken, not re-verified

@@ -19,11 +19,17 @@ No paper has this method (issue 18). It is built from shared parts and imports n
   the one a scorer directory carries in ``answer_types/``, as the demo scorer does) the reading weighs each pattern
   by P(the type of its end | question) ** ``answer_type_weight``, as FoG's graph mode does: "When was Inception
   released?" then starts on the release date, not the producers (the first-use benchmark's tuning sets: 15 of 32
-  without the prior, 20 with it; issue 52's closing note). When the pattern still ends on a type the question almost
-  surely does not ask for (P < ``typed_retry_below``), a typed retry expands again keeping the likely types' triples
-  below tau_e and steers by a pattern that keeps the first one's hops but the last and ends on a likely type, one hop
-  further at most (FoG's typed retry, which only replaces the last hop); that typed last hop is not re-verified by the
-  scorer that cut it ("What films did Cillian Murphy act in?" ends on the films, not the characters).
+  without the prior, 20 with it; issue 52's closing note). When the pattern still ends on a type the question
+  is not likely to ask for (P < ``typed_retry_below``, 0.5: no likely type), a typed retry expands again keeping the
+  likely types' triples below tau_e and steers by a pattern that keeps the first one's hops but the last and ends on
+  a likely type, one hop further at most (FoG's typed retry, which only replaces the last hop); with
+  ``typed_retry_bridges`` it also keeps the triples of the ends that commonly lead on to a likely one (the films
+  before their directors), so "Who directed the films Harrison Ford starred in?" reaches the directors through the
+  films the scorer cut. The hops kept for their type are not re-verified by the scorer that cut them, nor is a hop
+  kept by the seed floor as the only way on ("What films did Cillian Murphy act in?" ends on the films, not the
+  characters; "Who won the Oscar for Best Supporting Actor in 2010?" goes through the award's CVTs). Chosen on the
+  first-use benchmark's tuning sets (32 questions, issue 52's closing note): 23 right before, 26 with the bridges,
+  the floored-hop rule, the trigger at 0.5 and the demo prior's focus reading.
 * **Forward / stop by the scorer** (``judge=scorer``). A chain is read as FoG reads a path, at the level of relations:
   its *value* is the geometric mean of its weakest and its last hop's best propagated triple, times 1 - the best
   triple leading on from its typical end (the median over the entities it reached; an entity a relevant triple leads
@@ -206,8 +212,11 @@ class ChainsConfig(CoRConfig):
     typed_retry: bool = Field(default=True, description="with answer types: when the reading's pattern ends on a "
                               "type the question almost surely does not ask for, read again with the likely types' "
                               "triples kept, one hop further or with another last hop (FoG's typed retry, extended)")
-    typed_retry_below: float = Field(default=0.05, ge=0.0, le=0.5, description="the typed retry's trigger: P(type "
+    typed_retry_below: float = Field(default=0.5, ge=0.0, le=0.5, description="the typed retry's trigger: P(type "
                                      "of the pattern's end | question) below this")
+    typed_retry_bridges: bool = Field(default=True, description="the typed retry also keeps the triples of ends "
+                                      "that commonly lead on to a likely type (the films before their directors), so "
+                                      "it can go one hop further where the scorer cut the hop before the typed one")
     answer_type_weight: float = Field(default=1.0, ge=0.0, le=10.0, description="exponent on P(the pattern's "
                                       "answer type | question); 0: no answer-type prior")
 
@@ -232,8 +241,9 @@ class _Question:
     sub_goals: list[str]
     constraint: bool
     pattern: Chain = ()
-    #: the pattern's last hop was kept for its answer type (the typed retry), not by the scorer
-    typed: bool = False
+    #: the pattern's hops from this one on were kept for their answer type (the typed retry: the typed last hop and
+    #: the bridge before it), not by the scorer; None: every hop was the scorer's
+    typed_from: int | None = None
 
 
 _STATE: ContextVar[_Question | None] = ContextVar("kgqa_chains_question", default=None)
@@ -305,9 +315,10 @@ class Chains(ChainMethod):
         typing = self._answer_typing(question, scorer, labels, ctx)
         score_batch = scorer.scorer_for(labels, scorer.questions(labels, texts))
 
-        def read(typed_ends: Collection[tuple[str, bool]] = (), prior: Any = None) -> tuple[Any, list[Any]]:
+        def read(typed_ends: Collection[tuple[str, bool]] = (), prior: Any = None,
+                 bridge_ends: Collection[tuple[str, bool]] = ()) -> tuple[Any, list[Any]]:
             graph = expand(ctx.kg, seeds, score_batch, hops=min(4, cfg.depth_for(question)), tau_e=cfg.tau_e,
-                           caps=caps, seed_floor=True, typed_ends=typed_ends)
+                           caps=caps, seed_floor=True, typed_ends=typed_ends, bridge_ends=bridge_ends)
             scorer.propagate(graph)
             # FoG's reading of the whole subgraph: the relation pattern of its best answer path steers the chain
             ranked, _ = rank_answers(graph, cfg.tau_p, answerable=lambda ids: set(presentable(ctx.kg, ids)),
@@ -315,16 +326,16 @@ class Chains(ChainMethod):
             return graph, ranked
 
         graph, ranked = read(prior=typing.prior if typing else None)
-        typed = False
+        typed_from = None
         if typing is not None and cfg.typed_retry:
-            graph, ranked, typed = self._typed_retry(typing, graph, ranked, read, ctx)
+            graph, ranked, typed_from = self._typed_retry(typing, graph, ranked, read, ctx)
         pattern = _hops(ranked[0].pattern) if ranked else ()
         ctx.trace.add("chains.expand", sub_goals=texts, scored=graph.scored, kept=len(graph), cut=dict(graph.cut),
                       potential=sum(1 for s in graph.scores if s > cfg.tau_p), pattern=format_chain(pattern),
                       seconds=round(time.perf_counter() - started, 4))
         constraint = cfg.constraint_chain and cfg.constraint_cues and (
             len(present) > 1 or bool(_CONSTRAINT_CUE.search(question.text)))
-        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern, typed))
+        _STATE.set(_Question(ChainSteering(graph), scorer, labels, sub_goals, constraint, pattern, typed_from))
         return super()._from_topics(question, ctx, present)
 
     def _answer_typing(self, question: Question, scorer: Any, labels: Any, ctx: MethodContext
@@ -344,25 +355,29 @@ class Chains(ChainMethod):
         return typing
 
     def _typed_retry(self, typing: QuestionTyping, graph: Any, ranked: list[Any], read: Any, ctx: MethodContext
-                     ) -> tuple[Any, list[Any], bool]:
+                     ) -> tuple[Any, list[Any], int | None]:
         """When the reading's pattern ends on a type the question almost surely does not ask for (P below
         ``typed_retry_below``), expand again keeping the triples of its likely types (P >= :data:`LIKELY_TYPE`)
         below tau_e, and read a pattern that keeps the first one's hops but the last, then goes on by one or two hops
         and ends on a likely type. FoG's typed retry, with the extension: the chain a small scorer stops one hop
-        short ("the director of Jaws" for "When was the director of Jaws born?") is the miss it is for. Returns the
-        graph and reading to steer by, and whether the retry gave them."""
+        short ("the director of Jaws" for "When was the director of Jaws born?") is the miss it is for; with
+        ``typed_retry_bridges`` the ends one hop before a likely one are kept too, so "who directed the films X
+        starred in" can reach the directors through the films the scorer cut. Returns the graph and reading to steer
+        by, and the number of hops of the retry's pattern the scorer chose (the rest were kept for their type), or
+        None when the retry gave nothing."""
         likely = typing.types.likely_ends(typing.probabilities, LIKELY_TYPE)
         first = ranked[0].pattern if ranked else None
         before = typing.end_p(first)
         if not likely or (first is not None and (before is None or before >= self.config.typed_retry_below)):
-            return graph, ranked, False
+            return graph, ranked, None
         prior = typing.retry_prior(first[:-1] if first else None, max_extra=1)
-        again, retried = read(typed_ends=likely, prior=prior)
+        bridges = typing.bridge_ends(likely) if self.config.typed_retry_bridges else set()
+        again, retried = read(typed_ends=likely, prior=prior, bridge_ends=bridges)
         used = bool(retried) and prior(retried[0].pattern) > 0
         ctx.trace.add("chains.typed_retry", used=used, p_before=None if before is None else round(before, 4),
                       before=format_chain(_hops(first)) if first else None,
                       after=format_chain(_hops(retried[0].pattern)) if retried else None)
-        return (again, retried, True) if used else (graph, ranked, False)
+        return (again, retried, len(first) - 1 if first else 0) if used else (graph, ranked, None)
 
     def _answer_types(self, scorer: Any, labels: Any) -> tuple[Any, Any] | None:
         """(answer-type model, the embedder it reads with), loaded once; None when neither the config nor the
@@ -421,8 +436,13 @@ class Chains(ChainMethod):
         if reading.arrival <= cfg.min_hop_score:
             action, reason = Action.BACKTRACK, "the scorer supports no triple of this hop"
         else:
-            typed_hop = state.typed and tuple(chain) == state.pattern  # kept for its type, not by the scorer
-            if cfg.verify and not typed_hop:
+            # kept for its type by the typed retry or as the only way on by a floor, not because the scorer rated
+            # it above tau_e: re-verifying it by that scorer (whose threshold is tau_e) would always refuse it
+            typed_hop = (state.typed_from is not None and len(chain) > state.typed_from
+                         and tuple(chain) == state.pattern[: len(chain)])
+            last = chain[-1]
+            floored_hop = (len(chain), last.relation, last.direction is Direction.IN) in state.steering.graph.floored
+            if cfg.verify and not typed_hop and not floored_hop:
                 goal = state.sub_goals[min(len(chain), len(state.sub_goals)) - 1]
                 verified = verify_hop(state.scorer, state.labels, goal, state.steering, reading.last_edges)
                 event.update(sub_goal=goal, verified=round(verified, 4))
