@@ -24,7 +24,10 @@ with the answer-type prior below): ``chains`` 22 right against 20, twenty swaps 
 
 With the scorer, the build trains an answer-type prior on the same questions (``answer_types/`` in the artifact,
 :data:`kgqa.steps.foresight.answer_types.BUNDLED`; ten seconds): ``chains`` reads it to choose the answer pattern it
-tries first, so "Which country is the director of Gravity from?" ends on a country, not at the director.
+tries first, so "Which country is the director of Gravity from?" ends on a country, not at the director. Its heads
+read the question's focus phrase beside the sentence (:data:`TYPE_FOCUS`; "Who directed the films Harrison Ford starred
+in?" asks for a person, not a film): on the benchmark's 32 tuning questions the type read first is right for 31
+against 29 without it.
 
 The build says what it is building and how long it takes before it starts, then reports each epoch; it is atomic (the
 artifact store stages it in a dot-directory and renames it into place), so an interrupted build leaves nothing that
@@ -74,6 +77,8 @@ EXPECTED_SECONDS = 85
 WORDINGS = "wordings.toml"
 #: Composed wordings of each question the answer-type prior also reads (besides the question as written).
 TYPE_COPIES = 2
+#: The answer-type prior's focus reading (:func:`kgqa.steps.foresight.answer_types.focus_phrase`): its first rule.
+TYPE_FOCUS = "first"
 
 
 def demo_wordings() -> Path:
@@ -145,7 +150,8 @@ def _resolve(params: dict[str, Any]) -> ArtifactInputs:
     files = demo_files()
     data = files["questions"].read_bytes() + files["triples"].read_bytes() + demo_wordings().read_bytes()
     recipe = {"settings": DEMO_SETTINGS.to_dict(), "repeats": DEMO_REPEATS, "swaps": SWAPS_PER_QUESTION,
-              "max_swap_answers": MAX_SWAP_ANSWERS, "questions": "demo + swapped", "answer_types": TYPE_COPIES}
+              "max_swap_answers": MAX_SWAP_ANSWERS, "questions": "demo + swapped", "answer_types": TYPE_COPIES,
+              "answer_type_focus": TYPE_FOCUS}
     return ArtifactInputs(params={"embedder": embedder.json},
                           identity={"embedder": embedder.identity, "data": hashlib.sha256(data).hexdigest(),
                                     **recipe},
@@ -178,7 +184,7 @@ def _build(inputs: ArtifactInputs, out_dir: Path, progress: Progress) -> dict[st
         rng = random.Random(f"demo-answer-types:{DEMO_SETTINGS.seed}")
         copies = [text for _ in range(TYPE_COPIES) for text in composed_copies(questions, str(demo_wordings()), rng)]
         types = train_answer_types(kg, questions, embedder, encoder=str(inputs.params["embedder"]), copies=copies,
-                                   seed=DEMO_SETTINGS.seed)
+                                   seed=DEMO_SETTINGS.seed, focus=True, focus_rule=TYPE_FOCUS)
         types.save(out_dir / BUNDLED)
     finally:
         kg.close()
@@ -188,6 +194,6 @@ def _build(inputs: ArtifactInputs, out_dir: Path, progress: Progress) -> dict[st
 #: replace: a re-imported module registers an equal recipe again
 register_artifact(ArtifactKind(
     name=DEMO_SCORER, summary="FoG scorer trained on the demo questions (the demo KG's default FoG scorer), with its "
-    "answer-type prior", version="8",
+    "answer-type prior", version="9",
     params={"embedder": "embedder spec; default: minilm"}, resolve=_resolve, build=_build,
     load=ForesightScorer.load), replace=True)
