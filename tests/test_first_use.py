@@ -203,3 +203,15 @@ def test_a_hop_kept_by_the_seed_floor_is_not_refused_by_the_scorer_that_cut_it(
     assert [a["name"] for a in payload["answers"]] == ["Christoph Waltz"]
     hops = [e for e in json.loads(trace.read_text())["trace"] if e.get("step") == "chains.hop"]
     assert hops and "verified" not in hops[0]  # the floored first hop is taken, not re-verified
+
+
+def test_ask_reports_fogs_graph_mode_under_its_own_label_as_eval_does(fresh_cache: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("llama_cpp")  # with the local model FoG runs in graph mode (mode=auto)
+    assert main(["ask", "Who directed Inception?", "--method", "fog", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert (payload["method"], payload["method_name"]) == ("fog[graph]", "fog")
+    assert [a["name"] for a in payload["answers"]] == ["Christopher Nolan"]
+    assert main(["ask", "Who directed Inception?", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["method"] == payload["method_name"] == config.DEFAULTS["method"]

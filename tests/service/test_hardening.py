@@ -104,6 +104,7 @@ def test_an_artifact_setting_takes_a_name_and_answers_with_it(artifact_server: A
     assert "escape" not in {a["name"] for a in listed}  # a link out of the allowed directory is no artifact
     assert str(artifact_server.allowed) not in json.dumps(listed)
     assert body["status"] == "done" and body["method_config"]["scorer"] == "kit-scorer"
+    assert (body["method"], body["method_name"]) == ("fog[graph]", "fog")  # reported as kgqa eval reports it
     assert "Inception" in {a["name"] for a in body["answers"]}
     assert str(artifact_server.allowed) not in json.dumps(body)
 

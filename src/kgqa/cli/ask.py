@@ -52,7 +52,7 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
     """Answer QUESTION over a KG, offline by default (demo KG, local model)."""
     from kgqa.llm.accounting import Recorder
     from kgqa.methods import get_method, parse_method_config
-    from kgqa.methods.base import method_explanation, method_needs, solve
+    from kgqa.methods.base import method_explanation, method_label, method_needs, solve
     from kgqa.methods.context import Resources, build_context
     from kgqa.steps.linking import question_text
 
@@ -93,7 +93,10 @@ def ask_command(question: str, kg_spec: str | None, schema: str | None, method: 
             raise ConfigError(f"{exc} ({method_name} is kgqa ask's default method, config `method`; choose another "
                               "with --method: `kgqa methods` lists each method and what it needs)") from None
     explanation = method_explanation(runner, prediction)
-    payload: dict[str, Any] = {"question": question, "method": method_name,
+    # reported as `kgqa eval` reports it (summary.json): the label (FoG's graph mode is fog[graph]), and the name run
+    payload: dict[str, Any] = {"question": question,
+                               "method": method_label(runner, resources.llm_spec, method_name),
+                               "method_name": method_name,
                                "topics": [t.model_dump() for t in topic_entities],
                                "answers": [a.model_dump() for a in prediction.answers],
                                "grounding": prediction.grounding.value, "usage": prediction.usage,

@@ -247,7 +247,7 @@ class AskService:
             self.asked += 1
         trace_id = uuid.uuid4().hex
         self.traces.put(trace_id, {"trace_id": trace_id, "status": "running", "question": request.question,
-                                   "method": runner_name(runner, request.method), "created_at": _now()})
+                                   **self._method_names(runner, request.method, needs), "created_at": _now()})
         try:
             future: Future[dict[str, Any]] = self.executor.submit(self._answer, trace_id, request, runner, needs, emit,
                                                                   artifacts)
@@ -274,6 +274,14 @@ class AskService:
     def inflight(self) -> int:
         return self._inflight
 
+    def _method_names(self, runner: Any, asked: str, needs: Any) -> dict[str, str]:
+        """``method``: the label the answer is reported under, as `kgqa eval` and `kgqa ask` report it (FoG's graph
+        mode is ``fog[graph]``); ``method_name``: the registered name it ran as."""
+        from kgqa.methods.base import method_label
+
+        name = runner_name(runner, asked)
+        return {"method": method_label(runner, self.llm_spec if needs.llm else None, name), "method_name": name}
+
     def _answer(self, trace_id: str, request: AskRequest, runner: Any, needs: Any, emit: Emit | None = None,
                 artifacts: dict[str, str] | None = None) -> dict[str, Any]:
         from kgqa.deadline import question_deadline
@@ -289,7 +297,7 @@ class AskService:
         started = time.perf_counter()
         previous = self.traces.get(trace_id) or {}
         base = {"trace_id": trace_id, "created_at": previous.get("created_at") or _now(), "question": request.question,
-                "method": runner_name(runner, request.method),
+                **self._method_names(runner, request.method, needs),
                 # artifact settings show the names the request gave, not where they are on this server
                 "method_config": {**clean(method_config_dump(runner)), **(artifacts or {})},
                 "kg": self.kg_spec if needs.kg else None,
