@@ -211,3 +211,22 @@ def test_models_are_loaded_once_per_server_process(artifact_server: Any, monkeyp
     # the scorer's encoder: made once per process (an earlier test of this process may have made it already)
     assert loads["embedder"] in ([], ["hash:64"]), loads
     assert len(loads["llm"]) == 1, loads
+
+
+def test_a_run_of_fogs_graph_mode_shows_its_questions_under_its_label(start_server: Any, token: str, kit_kg: Any,
+                                                                       scorer_source: Path, served_store: Path,
+                                                                       rules_file: Path, tmp_path: Path) -> None:
+    """A real FoG run in graph mode: its summary reports it as fog[graph], and so does the question view."""
+    from kgqa.eval.runner import run_eval
+
+    runs = tmp_path / "runs"
+    run_eval("demo", out=runs / "fog-graph", method="fog", method_config={"scorer": str(scorer_source), "mode": "graph"},
+             kg=kit_kg, llm=None, embedder=None, limit=2, progress=False, report=False)
+    live = start_server(kg="kit", kg_object=kit_kg, llm=f"scripted:{rules_file}", runs=runs, token=token, rate_limit=0)
+    try:
+        with live.client() as client:
+            qid = client.get("/v1/runs/fog-graph/questions").json()["questions"][0]["id"]
+            body = client.get(f"/v1/runs/fog-graph/questions/{qid}").json()
+    finally:
+        live.stop()
+    assert (body["method"], body["method_name"]) == ("fog[graph]", "fog")
