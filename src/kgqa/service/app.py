@@ -346,6 +346,7 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
     method's summary rebuilt from the trace, and the evidence graph named by the served KG where it knows the ids."""
     from kgqa.core import AnswerItem, GoldAnswer
     from kgqa.eval.metrics import match_answers
+    from kgqa.eval.report import reported_method
 
     names = list(row.get("answers") or [])
     ids = list(row.get("answer_ids") or [None] * len(names))
@@ -381,9 +382,9 @@ def _question_view(run: str, row: dict[str, Any], trace_row: dict[str, Any] | No
     verdicts = {"strict": {k: row.get(k) for k in ("hit1", "hit", "precision", "recall", "f1")},
                 "legacy": {k.removeprefix("legacy_"): row.get(k) for k in ("legacy_hit1", "legacy_hit", "legacy_precision",
                                                                            "legacy_recall", "legacy_f1")}}
-    # method: the label the run's figures are reported under (fog[graph]), as its summary says; method_name: the name run
+    # method: the label the run's figures are reported under (fog[graph]); method_name: the name it ran as
     return {"run": run, "id": row.get("id"), "question": row.get("question"),
-            "method": runs.summary(run).get("method") or config.get("method"), "method_name": config.get("method"),
+            "method": reported_method(config) if config.get("method") else None, "method_name": config.get("method"),
             "result": row, "answers": answers, "gold": gold, "verdicts": verdicts, "grounding": row.get("grounding"),
             "error": row.get("error"), "topics": topics, "summary": summary, "evidence": evidence, "graph": graph,
             "trace": trace, "traceback": (trace_row or {}).get("traceback"),

@@ -210,7 +210,7 @@ class ChainsConfig(CoRConfig):
                                      "answer-types --out DIR`) weighing the answer pattern tried first; None: the "
                                      "one the scorer directory carries, if any (the demo scorer does)")
     typed_retry: bool = Field(default=True, description="with answer types: when the reading's pattern ends on a "
-                              "type the question almost surely does not ask for, read again with the likely types' "
+                              "type the question is not likely to ask for, read again with the likely types' "
                               "triples kept, one hop further or with another last hop (FoG's typed retry, extended)")
     typed_retry_below: float = Field(default=0.5, ge=0.0, le=0.5, description="the typed retry's trigger: P(type "
                                      "of the pattern's end | question) below this")
@@ -356,7 +356,7 @@ class Chains(ChainMethod):
 
     def _typed_retry(self, typing: QuestionTyping, graph: Any, ranked: list[Any], read: Any, ctx: MethodContext
                      ) -> tuple[Any, list[Any], int | None]:
-        """When the reading's pattern ends on a type the question almost surely does not ask for (P below
+        """When the reading's pattern ends on a type the question is not likely to ask for (P below
         ``typed_retry_below``), expand again keeping the triples of its likely types (P >= :data:`LIKELY_TYPE`)
         below tau_e, and read a pattern that keeps the first one's hops but the last, then goes on by one or two hops
         and ends on a likely type. FoG's typed retry, with the extension: the chain a small scorer stops one hop

@@ -179,12 +179,10 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
             graph.count("seed_floor" if depth == 1 else "layer_floor", len(keep))
             graph.floored.add((depth, *group))
         terminal = _typed_floor(triples, backward, scores, keep, typed, typed_limit, graph) if typed else set()
-        if terminal:
-            keep = np.sort(np.concatenate([keep, np.fromiter(terminal, dtype=np.int64, count=len(terminal))]))
+        keep = _with_rows(keep, terminal)
         if bridges and depth < hops:
-            bridged = _typed_floor(triples, backward, scores, keep, bridges, typed_limit, graph, what="bridge")
-            if bridged:
-                keep = np.sort(np.concatenate([keep, np.fromiter(bridged, dtype=np.int64, count=len(bridged))]))
+            keep = _with_rows(keep, _typed_floor(triples, backward, scores, keep, bridges, typed_limit, graph,
+                                                 what="bridge"))
         graph.count("below_tau_e", len(candidates) - len(keep))
         kept_rows: list[int] = []
         next_frontier: dict[int, float] = {}
@@ -211,6 +209,13 @@ def expand(kg: KnowledgeGraph, seeds: Sequence[str], score_batch: ScoreBatch, *,
         frontier, frontier_score = list(next_frontier), next_frontier
     graph.scores = list(graph.initial)
     return graph
+
+
+def _with_rows(keep: np.ndarray, rows: set[int]) -> np.ndarray:
+    """``keep`` with ``rows`` added, sorted."""
+    if not rows:
+        return keep
+    return np.sort(np.concatenate([keep, np.fromiter(rows, dtype=np.int64, count=len(rows))]))
 
 
 def _typed_floor(triples: list[Triple], backward: np.ndarray, scores: np.ndarray, keep: np.ndarray,
